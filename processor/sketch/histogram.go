@@ -1,0 +1,550 @@
+package sketch
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+)
+
+const (
+	// DefaultScale gives base 2^(1/64): the relative error of a quantile
+	// estimate is at most (base-1)/(base+1) ≈ 0.54% while no downscaling
+	// happened.
+	DefaultScale = 6
+	// DefaultMaxBuckets is the default limit on the span of occupied bucket
+	// indices per sign; beyond it the histogram downscales.
+	DefaultMaxBuckets = 4096
+
+	// MinMaxBuckets and MaxMaxBuckets bound the maxBuckets argument of New.
+	// With at least 4 buckets every pair of finite values fits at MinScale.
+	MinMaxBuckets = 4
+	MaxMaxBuckets = 1 << 20
+)
+
+// Histogram is a base-2 exponential histogram (OpenTelemetry data model)
+// usable as a mergeable quantile sketch. Create it with New; the zero value
+// is not ready for Insert/Merge (UnmarshalBinary and CopyFrom do work on it).
+// A Histogram is not safe for concurrent use.
+type Histogram struct {
+	pos, neg buckets
+
+	// tbl is the exact index table for initScale, nil when initScale <= 0 or
+	// initScale > maxTableScale.
+	tbl *indexTable
+
+	count, zeroCount uint64
+	sum, min, max    float64 // min=+Inf, max=-Inf while empty
+
+	scale      int32
+	initScale  int32
+	maxBuckets int32
+	// shift turns an index at initScale into one at scale (initScale-scale);
+	// for initScale <= 0 it is -scale, applied to the scale-0 index.
+	shift uint8
+}
+
+// New returns an empty histogram at the given scale (clamped to
+// [MinScale, MaxScale]) whose occupied index span per sign never exceeds
+// maxBuckets (clamped to [MinMaxBuckets, MaxMaxBuckets]).
+func New(scale int32, maxBuckets int) *Histogram {
+	h := &Histogram{}
+	h.configure(scale, maxBuckets)
+	h.Reset()
+	return h
+}
+
+func (h *Histogram) configure(scale int32, maxBuckets int) {
+	scale = min(max(scale, MinScale), MaxScale)
+	maxBuckets = min(max(maxBuckets, MinMaxBuckets), MaxMaxBuckets)
+	h.initScale = scale
+	h.maxBuckets = int32(maxBuckets)
+	h.tbl = tableFor(scale)
+}
+
+func (h *Histogram) setScale(s int32) {
+	h.scale = s
+	if h.initScale <= 0 {
+		h.shift = uint8(-s)
+	} else {
+		h.shift = uint8(h.initScale - s)
+	}
+}
+
+// Reset empties the histogram and returns it to its initial scale, keeping
+// the allocated bucket capacity so that refilling it does not allocate.
+func (h *Histogram) Reset() {
+	h.count, h.zeroCount = 0, 0
+	h.sum, h.min, h.max = 0, math.Inf(1), math.Inf(-1)
+	h.setScale(h.initScale)
+	mb := int(h.maxBuckets)
+	h.pos.reinit(0, 0, 0, mb)
+	h.neg.reinit(0, 0, 0, mb)
+}
+
+// index returns the bucket index, at the current scale, of a finite
+// non-zero absolute value given by its bits.
+func (h *Histogram) index(a uint64) int {
+	if t := h.tbl; t != nil {
+		e := int(a>>52) - expBias
+		m := a & mantMask
+		if a < 1<<52 {
+			e, m = normalize(a)
+		}
+		c := &t.cells[m>>t.shift]
+		i := e<<t.scale + int(c.base) + int((c.thr-m)>>63) - int((m-1)>>63)
+		return i >> h.shift
+	}
+	return h.indexSlow(a)
+}
+
+func (h *Histogram) indexSlow(a uint64) int {
+	e, m := normalize(a)
+	if h.initScale <= 0 {
+		return (e - int((m-1)>>63)) >> h.shift
+	}
+	return logIndex(a, e, m, h.initScale) >> h.shift
+}
+
+// Insert records v. It returns false, leaving h unchanged, for NaN and ±Inf.
+// Zeros (either sign) go to the zero count; negative values to the negative
+// buckets by absolute value.
+func (h *Histogram) Insert(v float64) bool {
+	bits := math.Float64bits(v)
+	if bits&expMask == expMask {
+		return false
+	}
+	h.count++
+	h.sum += v
+	if v < h.min {
+		h.min = v
+	}
+	if v > h.max {
+		h.max = v
+	}
+	a := bits &^ signMask
+	if a == 0 {
+		h.zeroCount++
+		return true
+	}
+	idx := h.index(a)
+	b := &h.pos
+	if a != bits {
+		b = &h.neg
+	}
+	s := uint(idx - int(b.lo))
+	if s < uint(b.n) {
+		d := b.data
+		switch b.wlog {
+		case 0:
+			if s < uint(len(d)) && d[s] != 0xff {
+				d[s]++
+				return true
+			}
+		case 1:
+			if c := binary.LittleEndian.Uint16(d[s*2:]); c != 0xffff {
+				binary.LittleEndian.PutUint16(d[s*2:], c+1)
+				return true
+			}
+		case 2:
+			if c := binary.LittleEndian.Uint32(d[s*4:]); c != 0xffffffff {
+				binary.LittleEndian.PutUint32(d[s*4:], c+1)
+				return true
+			}
+		default:
+			p := d[s*8:]
+			binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)+1)
+			return true
+		}
+	}
+	h.insertSlow(b, idx)
+	return true
+}
+
+// insertSlow adds one to bucket idx of b when the fast path could not: the
+// index is outside the window (grow, move or downscale) or the counter is
+// full (widen).
+func (h *Histogram) insertSlow(b *buckets, idx int) {
+	for {
+		s := idx - int(b.lo)
+		if s >= 0 && s < int(b.n) {
+			b.add(s, 1)
+			return
+		}
+		ulo, uhi, used := b.indexRange()
+		nlo, nhi := idx, idx
+		if used {
+			nlo, nhi = min(ulo, idx), max(uhi, idx)
+		}
+		mb := int(h.maxBuckets)
+		if nhi-nlo+1 > mb {
+			k := uint(1)
+			for spanAt(nlo, nhi, k) > mb {
+				k++
+			}
+			h.downscale(k)
+			idx >>= k
+			continue
+		}
+		b.ensure(nlo, nhi, ulo, uhi, used, mb)
+	}
+}
+
+// downscale lowers the scale by k for both signs (the other sign's span only
+// shrinks, so it keeps fitting).
+func (h *Histogram) downscale(k uint) {
+	if k == 0 {
+		return
+	}
+	h.pos.downscale(k)
+	h.neg.downscale(k)
+	h.setScale(h.scale - int32(k))
+}
+
+// Merge adds o's contents to h exactly: counts, zero count, sum, min, max.
+// If the scales differ, h's finer buckets are downscaled to o's scale (or
+// o's buckets are mapped to h's coarser scale; o itself is not modified), and
+// h downscales further if the merged span would exceed h's maxBuckets.
+func (h *Histogram) Merge(o *Histogram) {
+	if o == nil || o.count == 0 {
+		return
+	}
+	if o == h {
+		o = h.Clone()
+	}
+	mb := int(h.maxBuckets)
+	target := min(h.scale, o.scale)
+	var k uint
+	{
+		hd := uint(h.scale - target)
+		od := uint(o.scale - target)
+		hpl, hph, hp := h.pos.indexRange()
+		hnl, hnh, hn := h.neg.indexRange()
+		opl, oph, op := o.pos.indexRange()
+		onl, onh, on := o.neg.indexRange()
+		for target-int32(k) > MinScale {
+			if unionSpan(hpl, hph, hp, hd+k, opl, oph, op, od+k) <= mb &&
+				unionSpan(hnl, hnh, hn, hd+k, onl, onh, on, od+k) <= mb {
+				break
+			}
+			k++
+		}
+	}
+	target -= int32(k)
+	h.downscale(uint(h.scale - target))
+	d := uint(o.scale - target)
+	mergeSide(&h.pos, &o.pos, d, mb)
+	mergeSide(&h.neg, &o.neg, d, mb)
+	h.count += o.count
+	h.zeroCount += o.zeroCount
+	h.sum += o.sum
+	h.min = min(h.min, o.min)
+	h.max = max(h.max, o.max)
+}
+
+// unionSpan is the span of the union of two index ranges after shifting them
+// right by ka and kb (0 when both are empty).
+func unionSpan(al, ah int, aok bool, ka uint, bl, bh int, bok bool, kb uint) int {
+	switch {
+	case aok && bok:
+		return max(ah>>ka, bh>>kb) - min(al>>ka, bl>>kb) + 1
+	case aok:
+		return spanAt(al, ah, ka)
+	case bok:
+		return spanAt(bl, bh, kb)
+	}
+	return 0
+}
+
+// mergeSide adds the counts of o into h, mapping o's index i to i>>d. The
+// union must fit within maxSlots.
+func mergeSide(h, o *buckets, d uint, maxSlots int) {
+	of, ol, ok := o.usedRange()
+	if !ok {
+		return
+	}
+	olo := int(o.lo)
+	lo, hi := (of+olo)>>d, (ol+olo)>>d
+	ulo, uhi, used := h.indexRange()
+	nlo, nhi := lo, hi
+	if used {
+		nlo, nhi = min(ulo, lo), max(uhi, hi)
+	}
+	h.ensure(nlo, nhi, ulo, uhi, used, maxSlots)
+	hlo := int(h.lo)
+	if d == 0 && h.wlog == 0 && o.wlog == 0 {
+		// Common case: byte counters at the same scale.
+		src := o.data[of : ol+1]
+		dst := h.data[of+olo-hlo:]
+		dst = dst[:len(src)]
+		for i, c := range src {
+			s := uint(dst[i]) + uint(c)
+			if s > 0xff {
+				// Overflow: finish with the general loop.
+				for j := i; j < len(src); j++ {
+					if src[j] != 0 {
+						h.add(of+j+olo-hlo, uint64(src[j]))
+					}
+				}
+				return
+			}
+			dst[i] = byte(s)
+		}
+		return
+	}
+	if d == 0 {
+		var buf [runChunk]uint64
+		for s := of; s <= ol; s += runChunk {
+			run := buf[:min(runChunk, ol+1-s)]
+			o.readRun(s, run)
+			h.addRun(s+olo-hlo, run)
+		}
+		return
+	}
+	for s := of; s <= ol; s++ {
+		c := o.get(s)
+		if c == 0 {
+			continue
+		}
+		h.add((s+olo)>>d-hlo, c)
+	}
+}
+
+// Clone returns a deep copy of h.
+func (h *Histogram) Clone() *Histogram {
+	c := &Histogram{}
+	c.CopyFrom(h)
+	return c
+}
+
+// CopyFrom makes h equal to o (contents, scale, initial scale and
+// maxBuckets), reusing h's bucket capacity.
+func (h *Histogram) CopyFrom(o *Histogram) {
+	if h == o {
+		return
+	}
+	pos, neg := h.pos, h.neg
+	*h = *o
+	h.pos, h.neg = pos, neg
+	copyBuckets(&h.pos, &o.pos, int(o.maxBuckets))
+	copyBuckets(&h.neg, &o.neg, int(o.maxBuckets))
+}
+
+func copyBuckets(h, o *buckets, maxSlots int) {
+	f, l, ok := o.usedRange()
+	if !ok {
+		h.reinit(0, 0, 0, maxSlots)
+		return
+	}
+	span := l - f + 1
+	h.reinit(o.wlog, f+int(o.lo), span, maxSlots)
+	w := o.wlog
+	copy(h.data[(f+int(o.lo)-int(h.lo))<<w:], o.data[f<<w:(l+1)<<w])
+}
+
+// Count returns the number of recorded values.
+func (h *Histogram) Count() uint64 { return h.count }
+
+// Sum returns the sum of the recorded values.
+func (h *Histogram) Sum() float64 { return h.sum }
+
+// Min returns the smallest recorded value, or NaN when empty.
+func (h *Histogram) Min() float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	return h.min
+}
+
+// Max returns the largest recorded value, or NaN when empty.
+func (h *Histogram) Max() float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	return h.max
+}
+
+// Scale returns the current scale.
+func (h *Histogram) Scale() int32 { return h.scale }
+
+// InitialScale returns the scale given to New, restored by Reset.
+func (h *Histogram) InitialScale() int32 { return h.initScale }
+
+// MaxBuckets returns the per-sign bucket span limit.
+func (h *Histogram) MaxBuckets() int { return int(h.maxBuckets) }
+
+// ZeroCount returns the number of recorded zeros.
+func (h *Histogram) ZeroCount() uint64 { return h.zeroCount }
+
+// PositiveOffset returns the index of the first non-empty positive bucket
+// (0 when there is none), matching AppendPositiveCounts.
+func (h *Histogram) PositiveOffset() int32 { return offsetOf(&h.pos) }
+
+// NegativeOffset returns the index of the first non-empty negative bucket
+// (0 when there is none), matching AppendNegativeCounts.
+func (h *Histogram) NegativeOffset() int32 { return offsetOf(&h.neg) }
+
+func offsetOf(b *buckets) int32 {
+	f, _, ok := b.usedRange()
+	if !ok {
+		return 0
+	}
+	return int32(f) + b.lo
+}
+
+// AppendPositiveCounts appends the positive bucket counts from
+// PositiveOffset to the last non-empty bucket (the OpenTelemetry dense
+// representation: first and last appended counts are non-zero).
+func (h *Histogram) AppendPositiveCounts(dst []uint64) []uint64 {
+	return appendCounts(dst, &h.pos)
+}
+
+// AppendNegativeCounts is AppendPositiveCounts for the negative buckets
+// (indexed by absolute value).
+func (h *Histogram) AppendNegativeCounts(dst []uint64) []uint64 {
+	return appendCounts(dst, &h.neg)
+}
+
+func appendCounts(dst []uint64, b *buckets) []uint64 {
+	f, l, ok := b.usedRange()
+	if !ok {
+		return dst
+	}
+	for s := f; s <= l; s++ {
+		dst = append(dst, b.get(s))
+	}
+	return dst
+}
+
+// MemoryBytes returns the heap bytes held by h: the struct plus the capacity
+// of both bucket arrays. The shared, read-only index tables are not counted.
+func (h *Histogram) MemoryBytes() int {
+	return int(unsafe.Sizeof(*h)) + cap(h.pos.data) + cap(h.neg.data)
+}
+
+// Equal reports whether h and o hold the same data: scale, count, zero
+// count, sum, min, max (bit for bit) and bucket counts. Configuration
+// (initial scale, maxBuckets) and memory layout are not compared.
+func (h *Histogram) Equal(o *Histogram) bool {
+	if h.scale != o.scale || h.count != o.count || h.zeroCount != o.zeroCount ||
+		math.Float64bits(h.sum) != math.Float64bits(o.sum) ||
+		math.Float64bits(h.Min()) != math.Float64bits(o.Min()) ||
+		math.Float64bits(h.Max()) != math.Float64bits(o.Max()) {
+		return false
+	}
+	return bucketsEqual(&h.pos, &o.pos) && bucketsEqual(&h.neg, &o.neg)
+}
+
+func bucketsEqual(a, b *buckets) bool {
+	af, al, aok := a.indexRange()
+	bf, bl, bok := b.indexRange()
+	if aok != bok || af != bf || al != bl {
+		return false
+	}
+	if !aok {
+		return true
+	}
+	for i := af; i <= al; i++ {
+		if a.get(i-int(a.lo)) != b.get(i-int(b.lo)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Quantile estimates x_k, k = floor(q*(n-1)) computed in float64, of the n
+// recorded values sorted ascending; q is clamped to [0, 1] (NaN counts as 0).
+// It walks the negative buckets (most negative first), the zero count, then
+// the positive buckets to the bucket holding rank k and returns the value with
+// equal relative error to both bounds of that bucket (L,U], 2LU/(L+U)
+// (negated on the negative side; 0 for the zero bucket), clamped to
+// [Min, Max]. It returns NaN when h is empty.
+func (h *Histogram) Quantile(q float64) float64 {
+	if h.count == 0 {
+		return math.NaN()
+	}
+	if !(q > 0) {
+		q = 0
+	} else if q > 1 {
+		q = 1
+	}
+	rank := uint64(math.Floor(q * float64(h.count-1)))
+	// Walk from whichever end is nearer: rank r from the bottom is rank
+	// count-1-r from the top.
+	if rank >= h.count/2 {
+		r := h.count - 1 - rank
+		if i, ok := walk(&h.pos, &r, true); ok {
+			return h.clamp(h.bucketMid(i))
+		}
+		if r < h.zeroCount {
+			return h.clamp(0)
+		}
+		r -= h.zeroCount
+		if i, ok := walk(&h.neg, &r, false); ok {
+			return h.clamp(-h.bucketMid(i))
+		}
+		return h.min // only with inconsistent counts (uint64 wrap)
+	}
+	if i, ok := walk(&h.neg, &rank, true); ok {
+		return h.clamp(-h.bucketMid(i))
+	}
+	if rank < h.zeroCount {
+		return h.clamp(0)
+	}
+	rank -= h.zeroCount
+	if i, ok := walk(&h.pos, &rank, false); ok {
+		return h.clamp(h.bucketMid(i))
+	}
+	return h.max // only with inconsistent counts (uint64 wrap)
+}
+
+// walk visits the buckets of b in index order (descending if down) and
+// returns the index of the bucket holding the 0-based rank *r, or subtracts
+// b's total from *r and returns false.
+func walk(b *buckets, r *uint64, down bool) (int, bool) {
+	f, l, ok := b.usedRange()
+	if !ok {
+		return 0, false
+	}
+	rank := *r
+	var buf [runChunk]uint64
+	if down {
+		for end := l + 1; end > f; end -= runChunk {
+			start := max(f, end-runChunk)
+			run := buf[:end-start]
+			b.readRun(start, run)
+			for j := len(run) - 1; j >= 0; j-- {
+				if rank < run[j] {
+					return start + j + int(b.lo), true
+				}
+				rank -= run[j]
+			}
+		}
+	} else {
+		for start := f; start <= l; start += runChunk {
+			run := buf[:min(runChunk, l+1-start)]
+			b.readRun(start, run)
+			for j, c := range run {
+				if rank < c {
+					return start + j + int(b.lo), true
+				}
+				rank -= c
+			}
+		}
+	}
+	*r = rank
+	return 0, false
+}
+
+func (h *Histogram) clamp(v float64) float64 {
+	return min(max(v, h.min), h.max)
+}
+
+// bucketMid returns 2LU/(L+U) for bucket i, (L,U] = (base^i, base^(i+1)],
+// computed as 2^(i*2^-scale) * 2base/(1+base) in log space to stay finite
+// for all in-range buckets at all scales.
+func (h *Histogram) bucketMid(i int) float64 {
+	inv := math.Ldexp(1, -int(h.scale)) // log2(base)
+	// log2(2*base/(1+base)) = 1 - log2(1 + 1/base)
+	c := 1 - math.Log1p(math.Exp2(-inv))/math.Ln2
+	return math.Exp2(lowerBoundLog2(i, h.scale) + c)
+}
