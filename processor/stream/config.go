@@ -1,0 +1,88 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator/processor/clock"
+)
+
+// Config is the engine's configuration. Durations are those of the component's config.
+type Config struct {
+	Size              time.Duration
+	Slide             time.Duration // 0 means Size (tumbling)
+	MaxOutOfOrderness time.Duration
+	IdleTimeout       time.Duration // 0: off
+	MaxFutureSkew     time.Duration
+	AllowedLateness   time.Duration
+	Aggregations      []Aggregation
+	// Shards is the number of independently locked parts of the series table; 0 picks a default.
+	Shards int
+	// Clock is the wall clock; nil means the system clock.
+	Clock clock.Clock
+}
+
+// Aggregation says what the engine keeps for one aggregation.
+type Aggregation struct {
+	// MaxSeries bounds the distinct series held at once; past it records go to the overflow series.
+	MaxSeries int
+	// Quantiles are computed, in this order, from the whole-window sketch at every firing.
+	Quantiles []float64
+	// Histogram keeps a sketch and reports it (as a delta on late firings).
+	Histogram bool
+}
+
+func (a Aggregation) keepsSketch() bool { return a.Histogram || len(a.Quantiles) > 0 }
+
+// maxDuration keeps window arithmetic far from int64 overflow: about 36 years.
+const maxDuration = time.Duration(math.MaxInt64 / 256)
+
+// Validate checks the engine-level rules; the component's Config.Validate names the YAML keys.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Size <= 0 {
+		errs = append(errs, errors.New("window size must be > 0"))
+	}
+	slide := c.slide()
+	if slide <= 0 || slide > c.Size {
+		errs = append(errs, errors.New("window slide must be > 0 and <= size"))
+	} else if c.Size%slide != 0 {
+		errs = append(errs, errors.New("window size must be a whole multiple of slide"))
+	}
+	for name, d := range map[string]time.Duration{
+		"size": c.Size, "max_out_of_orderness": c.MaxOutOfOrderness, "idle_timeout": c.IdleTimeout,
+		"max_future_skew": c.MaxFutureSkew, "allowed_lateness": c.AllowedLateness,
+	} {
+		if d < 0 || d > maxDuration {
+			errs = append(errs, fmt.Errorf("%s must be between 0 and %s", name, maxDuration))
+		}
+	}
+	if len(c.Aggregations) == 0 {
+		errs = append(errs, errors.New("at least one aggregation is required"))
+	}
+	for i, a := range c.Aggregations {
+		if a.MaxSeries <= 0 {
+			errs = append(errs, fmt.Errorf("aggregation %d: max_series must be > 0", i))
+		}
+		for _, q := range a.Quantiles {
+			if !(q >= 0 && q <= 1) {
+				errs = append(errs, fmt.Errorf("aggregation %d: quantile %v outside [0, 1]", i, q))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) slide() time.Duration {
+	if c.Slide == 0 {
+		return c.Size
+	}
+	return c.Slide
+}
+
+func (c Config) windowing() windowing {
+	s := int64(c.slide())
+	return windowing{size: int64(c.Size), slide: s, lateness: int64(c.AllowedLateness), panesPerWindow: int64(c.Size) / s}
+}

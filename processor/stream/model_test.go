@@ -1,0 +1,1692 @@
+package stream
+
+// A brute-force reference model of the engine's contract, and randomized tests that hold the engine to
+// it.
+//
+// The model knows nothing of panes, shards or flush points: it keeps every accepted record, remembers
+// for every window (aggregation, key, start) which records were added to it and which of them were added
+// late since the previous Collect, and recomputes every result from those records at every firing. It
+// is written from the contract (doc.go, verdict.go, result.go and the semantics below), not from the
+// engine's code:
+//
+//   - A window is [start, start+size) with start a multiple of slide; a record at t is in size/slide
+//     windows.
+//   - W starts at -infinity. A batch judges all its records against the W of Begin. At End, if the batch
+//     accepted a record, W = max(W, maxAcceptedT - max_out_of_orderness). At Collect(now), if idle_timeout
+//     > 0, a record was ever accepted and now - lastAcceptWall >= idle_timeout, W = max(W, maxAcceptedEver -
+//     max_out_of_orderness + (now - lastAcceptWall)).
+//   - t <= 0: Invalid. t > now + max_future_skew: Future. Otherwise for every window w containing t: W <
+//     w.end: added; w.end <= W < w.end+lateness: added (late); else expired for it. All expired: Expired;
+//     some window took it late: LateUpdate; else OnTime.
+//   - At the first Collect with W >= end a window that holds a record fires with the whole window. At
+//     later Collects it fires again (Late) if records were added to it late since the previous Collect,
+//     with Count, Sum, ValueCount and Hist of those records and Avg, Min, Max, Quantiles and
+//     WindowValueCount of the whole window. Once W >= end + lateness it is discarded. FireAll fires every
+//     window not discarded: a never-fired one as a first firing, a fired one with late records pending as
+//     a late firing.
+//
+// Collect is called after every batch, which makes the model exact.
+//
+// On a mismatch the test shrinks the failing stream to a minimal one and prints it with the model's and
+// the engine's view of every step. STREAM_MODEL_SEEDS=n runs n seeds per configuration instead of the
+// default; STREAM_MODEL_ONLY=name:seed runs one stream and prints its full trace.
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator/processor/clock"
+)
+
+// ---------------------------------------------------------------------------------------------------
+// The reference model.
+
+// lateFirstAsLate, set by STREAM_MODEL_LATE_FIRST=late, makes the model label Late the first firing of a
+// window all of whose records were added late (the engine's behaviour). The contract says such a firing
+// is a first firing (Late=false); the switch only serves to look for other mismatches past that one.
+var lateFirstAsLate = os.Getenv("STREAM_MODEL_LATE_FIRST") == "late"
+
+type refRec struct {
+	agg int
+	key string
+	t   int64
+	v   float64
+}
+
+type refWinID struct {
+	agg   int
+	key   string
+	start int64
+}
+
+type refWin struct {
+	all   []int // indices into refModel.recs of every record added to the window
+	late  []int // those added late since the previous Collect
+	fired bool
+}
+
+type refModel struct {
+	size, slide, lateness, ooo, idle, skew int64
+	aggs                                   []Aggregation
+
+	wSet bool  // false: W is -infinity
+	w    int64 // W when wSet
+
+	everAccepted   bool
+	maxEver        int64 // greatest accepted event time
+	lastAcceptWall int64 // now of the last batch that accepted a record
+
+	recs  []refRec
+	wins  map[refWinID]*refWin // windows holding data and not discarded
+	added map[refWinID]uint64  // records ever added, per window (discarded ones too)
+
+	quiet bool // keep the state only; build no results (used by the stream generator)
+}
+
+func newRefModel(c *modelConfig) *refModel {
+	return &refModel{
+		size: int64(c.size), slide: int64(c.slideOrSize()), lateness: int64(c.lateness), ooo: int64(c.ooo),
+		idle: int64(c.idle), skew: int64(c.skew), aggs: c.aggs,
+		wins: map[refWinID]*refWin{}, added: map[refWinID]uint64{},
+	}
+}
+
+// watermark returns W as Engine.Watermark does: math.MinInt64 for -infinity.
+func (m *refModel) watermark() int64 {
+	if !m.wSet {
+		return math.MinInt64
+	}
+	return m.w
+}
+
+func (m *refModel) raise(v int64) {
+	if !m.wSet || v > m.w {
+		m.w, m.wSet = v, true
+	}
+}
+
+// mod returns a mod b in [0, b), b > 0.
+func mod(a, b int64) int64 { return ((a % b) + b) % b }
+
+// windowStarts lists the start of every window containing t, by walking back from the latest one.
+func (m *refModel) windowStarts(t int64) []int64 {
+	var out []int64
+	for s := t - mod(t, m.slide); s+m.size > t; s -= m.slide {
+		if s > t {
+			panic("model: window start after t")
+		}
+		out = append(out, s)
+	}
+	if int64(len(out)) != m.size/m.slide {
+		panic(fmt.Sprintf("model: %d windows contain %d, want %d", len(out), t, m.size/m.slide))
+	}
+	return out
+}
+
+type refBatch struct {
+	m    *refModel
+	now  int64
+	wSet bool
+	w    int64
+	any  bool
+	maxT int64
+}
+
+func (m *refModel) begin(now int64) *refBatch {
+	return &refBatch{m: m, now: now, wSet: m.wSet, w: m.w}
+}
+
+// windowFate says what becomes of a record in window [start, start+size) at the batch's W.
+func (b *refBatch) windowFate(start int64) Verdict {
+	end := start + b.m.size
+	switch {
+	case !b.wSet || b.w < end:
+		return OnTime
+	case b.w < end+b.m.lateness:
+		return LateUpdate
+	default:
+		return Expired
+	}
+}
+
+func (b *refBatch) add(agg int, key string, t int64, v float64) Verdict {
+	m := b.m
+	if t <= 0 {
+		return Invalid
+	}
+	if t > b.now+m.skew {
+		return Future
+	}
+	var onTime, late []int64
+	for _, s := range m.windowStarts(t) {
+		switch b.windowFate(s) {
+		case OnTime:
+			onTime = append(onTime, s)
+		case LateUpdate:
+			late = append(late, s)
+		}
+	}
+	if len(onTime)+len(late) == 0 {
+		return Expired
+	}
+	i := len(m.recs)
+	m.recs = append(m.recs, refRec{agg, key, t, v})
+	for _, s := range onTime {
+		w := m.window(refWinID{agg, key, s})
+		w.all = append(w.all, i)
+	}
+	for _, s := range late {
+		w := m.window(refWinID{agg, key, s})
+		w.all = append(w.all, i)
+		w.late = append(w.late, i)
+	}
+	if !b.any || t > b.maxT {
+		b.maxT = t
+	}
+	b.any = true
+	if len(late) > 0 {
+		return LateUpdate
+	}
+	return OnTime
+}
+
+func (m *refModel) window(id refWinID) *refWin {
+	m.added[id]++
+	w := m.wins[id]
+	if w == nil {
+		w = &refWin{}
+		m.wins[id] = w
+	}
+	return w
+}
+
+func (b *refBatch) end() {
+	if !b.any {
+		return
+	}
+	m := b.m
+	if !m.everAccepted || b.maxT > m.maxEver {
+		m.maxEver = b.maxT
+	}
+	m.everAccepted = true
+	m.lastAcceptWall = b.now
+	m.raise(b.maxT - m.ooo)
+}
+
+// collect applies the idle rule at now and returns the firings of this Collect.
+func (m *refModel) collect(now int64) []firingRec {
+	if m.idle > 0 && m.everAccepted && now-m.lastAcceptWall >= m.idle {
+		m.raise(m.maxEver - m.ooo + (now - m.lastAcceptWall))
+	}
+	var out []firingRec
+	for id, w := range m.wins {
+		end := id.start + m.size
+		switch {
+		case !w.fired && m.wSet && m.w >= end:
+			// A window whose first records came late (its end had passed W when they were added) still
+			// fires a first firing, unless STREAM_MODEL_LATE_FIRST=late asks for the engine's labelling.
+			out = m.fire(out, id, w, lateFirstAsLate && len(w.late) == len(w.all))
+			w.fired = true
+		case w.fired && len(w.late) > 0:
+			out = m.fire(out, id, w, true)
+		}
+		if len(w.late) > 0 && !w.fired {
+			panic("model: late records in a window that has not fired")
+		}
+		w.late = w.late[:0]
+		if m.wSet && m.w >= end+m.lateness {
+			delete(m.wins, id)
+		}
+	}
+	sortFirings(out)
+	return out
+}
+
+// fireAll returns the firings of FireAll and forgets every window.
+func (m *refModel) fireAll() []firingRec {
+	var out []firingRec
+	for id, w := range m.wins {
+		switch {
+		case !w.fired:
+			out = m.fire(out, id, w, false)
+		case len(w.late) > 0:
+			out = m.fire(out, id, w, true)
+		}
+		delete(m.wins, id)
+	}
+	sortFirings(out)
+	return out
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// fire recomputes one firing of window id from its records.
+func (m *refModel) fire(out []firingRec, id refWinID, w *refWin, late bool) []firingRec {
+	if m.quiet {
+		return out
+	}
+	a := m.aggs[id.agg]
+	f := firingRec{Agg: id.agg, Key: id.key, Start: id.start, End: id.start + m.size, Late: late}
+	part := w.all
+	if late {
+		part = w.late
+	}
+	f.Count = uint64(len(part))
+	for _, i := range part {
+		if v := m.recs[i].v; finite(v) {
+			f.Sum += v
+			f.ValueCount++
+			f.absSum += math.Abs(v)
+		}
+	}
+	var vals []float64
+	var wholeSum float64
+	for _, i := range w.all {
+		if v := m.recs[i].v; finite(v) {
+			vals = append(vals, v)
+			wholeSum += v
+			f.wholeAbsSum += math.Abs(v)
+		}
+	}
+	sort.Float64s(vals)
+	f.WindowValueCount = uint64(len(vals))
+	if n := len(vals); n > 0 {
+		f.Avg = wholeSum / float64(n)
+		f.Min, f.Max = vals[0], vals[n-1]
+		for _, q := range a.Quantiles {
+			f.Quantiles = append(f.Quantiles, vals[int(math.Floor(q*float64(n-1)))])
+		}
+	}
+	if a.Histogram {
+		f.HasHist = true
+		f.HistCount, f.HistSum, f.HistBuckets = f.ValueCount, f.Sum, f.ValueCount
+	}
+	return append(out, f)
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Firings, as reported by the engine or computed by the model.
+
+type firingRec struct {
+	Agg                                 int
+	Key                                 string
+	Overflow                            bool
+	Start, End                          int64
+	Late                                bool
+	Count, ValueCount, WindowValueCount uint64
+	Sum, Avg, Min, Max                  float64
+	Quantiles                           []float64
+
+	HasHist                bool
+	HistCount, HistBuckets uint64 // HistBuckets: zero count + every bucket count
+	HistSum                float64
+	HistScale              int32
+	HistZero               uint64
+	HistPosOff, HistNegOff int32
+	HistPos, HistNeg       []uint64
+
+	absSum, wholeAbsSum float64 // model only: the scale of the sums, for their tolerance
+}
+
+type firingID struct {
+	Agg      int
+	Overflow bool
+	Key      string
+	Start    int64
+	Late     bool
+}
+
+func (f *firingRec) id() firingID { return firingID{f.Agg, f.Overflow, f.Key, f.Start, f.Late} }
+
+type windowID struct {
+	Agg      int
+	Overflow bool
+	Key      string
+	Start    int64
+}
+
+func (f *firingRec) window() windowID { return windowID{f.Agg, f.Overflow, f.Key, f.Start} }
+
+func cmpFiringID(a, b firingID) int {
+	if c := cmp.Compare(a.Agg, b.Agg); c != 0 {
+		return c
+	}
+	if a.Overflow != b.Overflow {
+		if a.Overflow {
+			return 1
+		}
+		return -1
+	}
+	if c := cmp.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Start, b.Start); c != 0 {
+		return c
+	}
+	if a.Late != b.Late {
+		if a.Late {
+			return 1
+		}
+		return -1
+	}
+	return 0
+}
+
+func sortFirings(fs []firingRec) {
+	slices.SortStableFunc(fs, func(a, b firingRec) int { return cmpFiringID(a.id(), b.id()) })
+}
+
+func firingFromResult(r *Result) firingRec {
+	f := firingRec{Agg: r.Agg, Key: r.Key, Overflow: r.Overflow, Start: r.Start, End: r.End, Late: r.Late,
+		Count: r.Count, ValueCount: r.ValueCount, WindowValueCount: r.WindowValueCount,
+		Sum: r.Sum, Avg: r.Avg, Min: r.Min, Max: r.Max, Quantiles: slices.Clone(r.Quantiles)}
+	if h := r.Hist; h != nil {
+		f.HasHist = true
+		f.HistCount, f.HistSum, f.HistScale = h.Count(), h.Sum(), h.Scale()
+		f.HistZero, f.HistPosOff, f.HistNegOff = h.ZeroCount(), h.PositiveOffset(), h.NegativeOffset()
+		f.HistPos, f.HistNeg = h.AppendPositiveCounts(nil), h.AppendNegativeCounts(nil)
+		f.HistBuckets = f.HistZero
+		for _, c := range f.HistPos {
+			f.HistBuckets += c
+		}
+		for _, c := range f.HistNeg {
+			f.HistBuckets += c
+		}
+	}
+	return f
+}
+
+func collectFirings(e *Engine, now int64) []firingRec {
+	var out []firingRec
+	e.Collect(now, func(r *Result) { out = append(out, firingFromResult(r)) })
+	sortFirings(out)
+	return out
+}
+
+func fireAllFirings(e *Engine) []firingRec {
+	var out []firingRec
+	e.FireAll(func(r *Result) { out = append(out, firingFromResult(r)) })
+	sortFirings(out)
+	return out
+}
+
+// clock-relative formatting for messages
+
+type timeFmt struct{ base int64 }
+
+func (tf timeFmt) t(v int64) string {
+	switch v {
+	case math.MinInt64:
+		return "-inf"
+	case math.MaxInt64:
+		return "+inf"
+	}
+	return fmt.Sprintf("%d(base%+v)", v, time.Duration(v-tf.base))
+}
+
+func (tf timeFmt) window(start, end int64) string {
+	return fmt.Sprintf("[%v, %v)", time.Duration(start-tf.base), time.Duration(end-tf.base))
+}
+
+func (tf timeFmt) firing(f *firingRec) string {
+	kind := "first"
+	if f.Late {
+		kind = "LATE"
+	}
+	key := strconv.Quote(f.Key)
+	if f.Overflow {
+		key = "<overflow>"
+	}
+	s := fmt.Sprintf("agg%d %s %s %s count=%d valueCount=%d sum=%g windowValueCount=%d",
+		f.Agg, key, tf.window(f.Start, f.End), kind, f.Count, f.ValueCount, f.Sum, f.WindowValueCount)
+	if f.WindowValueCount > 0 {
+		s += fmt.Sprintf(" avg=%g min=%g max=%g q=%v", f.Avg, f.Min, f.Max, f.Quantiles)
+	}
+	if f.HasHist {
+		s += fmt.Sprintf(" hist{count=%d sum=%g buckets=%d}", f.HistCount, f.HistSum, f.HistBuckets)
+	}
+	return s
+}
+
+func within(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+// compareToModel compares the engine's firings of one Collect with the model's.
+func compareToModel(tf timeFmt, aggs []Aggregation, want, got []firingRec) []string {
+	var out []string
+	gotByID := map[firingID]*firingRec{}
+	for i := range got {
+		g := &got[i]
+		if gotByID[g.id()] != nil {
+			out = append(out, "  duplicate firing: "+tf.firing(g))
+		}
+		gotByID[g.id()] = g
+	}
+	for i := range want {
+		w := &want[i]
+		g := gotByID[w.id()]
+		if g == nil {
+			out = append(out, "  missing firing:    want "+tf.firing(w))
+			continue
+		}
+		delete(gotByID, w.id())
+		var bad []string
+		check := func(ok bool, what string) {
+			if !ok {
+				bad = append(bad, what)
+			}
+		}
+		check(g.End == w.End, "end")
+		check(g.Count == w.Count, "count")
+		check(g.ValueCount == w.ValueCount, "valueCount")
+		check(g.WindowValueCount == w.WindowValueCount, "windowValueCount")
+		check(within(g.Sum, w.Sum, 1e-9*w.absSum), "sum")
+		if w.WindowValueCount > 0 && g.WindowValueCount == w.WindowValueCount {
+			check(within(g.Avg, w.Avg, 1e-9*w.wholeAbsSum/float64(w.WindowValueCount)), "avg")
+			check(g.Min == w.Min, "min")
+			check(g.Max == w.Max, "max")
+			if len(g.Quantiles) != len(w.Quantiles) {
+				check(false, "len(quantiles)")
+			} else {
+				for k := range w.Quantiles {
+					check(within(g.Quantiles[k], w.Quantiles[k], 0.01*math.Abs(w.Quantiles[k])),
+						fmt.Sprintf("quantile %v", aggs[w.Agg].Quantiles[k]))
+				}
+			}
+		}
+		check(g.HasHist == w.HasHist, "hist presence")
+		if g.HasHist && w.HasHist {
+			check(g.HistCount == w.HistCount, "hist count")
+			check(within(g.HistSum, w.HistSum, 1e-9*w.absSum), "hist sum")
+			check(g.HistBuckets == g.HistCount, "hist bucket counts add up to its count")
+		}
+		if len(bad) > 0 {
+			out = append(out, fmt.Sprintf("  wrong %s:\n    want %s\n    got  %s",
+				strings.Join(bad, ", "), tf.firing(w), tf.firing(g)))
+		}
+	}
+	var extra []firingRec
+	for _, g := range gotByID {
+		extra = append(extra, *g)
+	}
+	sortFirings(extra)
+	for i := range extra {
+		out = append(out, "  unexpected firing: got  "+tf.firing(&extra[i]))
+	}
+	return out
+}
+
+func sameFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// sameFiring reports whether two firings are identical, floats bit for bit.
+func sameFiring(a, b *firingRec) bool {
+	return a.id() == b.id() && a.End == b.End && a.Count == b.Count && a.ValueCount == b.ValueCount &&
+		a.WindowValueCount == b.WindowValueCount && sameFloat(a.Sum, b.Sum) && sameFloat(a.Avg, b.Avg) &&
+		sameFloat(a.Min, b.Min) && sameFloat(a.Max, b.Max) && slices.EqualFunc(a.Quantiles, b.Quantiles, sameFloat) &&
+		a.HasHist == b.HasHist && a.HistCount == b.HistCount && a.HistBuckets == b.HistBuckets &&
+		sameFloat(a.HistSum, b.HistSum) && a.HistScale == b.HistScale && a.HistZero == b.HistZero &&
+		a.HistPosOff == b.HistPosOff && a.HistNegOff == b.HistNegOff &&
+		slices.Equal(a.HistPos, b.HistPos) && slices.Equal(a.HistNeg, b.HistNeg)
+}
+
+// compareStrict requires two engines' firings of one Collect to be identical.
+func compareStrict(tf timeFmt, want, got []firingRec) []string {
+	var out []string
+	n := max(len(want), len(got))
+	for i := range n {
+		switch {
+		case i >= len(got):
+			out = append(out, "  missing firing:    want "+tf.firing(&want[i]))
+		case i >= len(want):
+			out = append(out, "  unexpected firing: got  "+tf.firing(&got[i]))
+		case !sameFiring(&want[i], &got[i]):
+			out = append(out, fmt.Sprintf("  differs:\n    want %+v\n    got  %+v", want[i], got[i]))
+		}
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Configurations and streams.
+
+type modelConfig struct {
+	name                                        string
+	size, slide, lateness, ooo, idle, skew      time.Duration
+	aggs                                        []Aggregation
+	keys                                        int
+	emptyKey                                    bool  // one of the keys is ""
+	base                                        int64 // wall clock at the start, Unix ns; 0: a random one in the 2020s
+	seeds, ops                                  int
+	shards                                      int
+	maxSeries                                   int     // 0: large (no overflow)
+	snapBeforeCollectRate, snapAfterCollectRate float64 // snapshot test only
+}
+
+func (c *modelConfig) slideOrSize() time.Duration {
+	if c.slide == 0 {
+		return c.size
+	}
+	return c.slide
+}
+
+func (c *modelConfig) engineConfig(clk clock.Clock) Config {
+	aggs := slices.Clone(c.aggs)
+	for i := range aggs {
+		aggs[i].MaxSeries = 1 << 20
+		if c.maxSeries > 0 {
+			aggs[i].MaxSeries = c.maxSeries
+		}
+	}
+	return Config{Size: c.size, Slide: c.slide, MaxOutOfOrderness: c.ooo, IdleTimeout: c.idle,
+		MaxFutureSkew: c.skew, AllowedLateness: c.lateness, Aggregations: aggs, Shards: c.shards, Clock: clk}
+}
+
+func (c *modelConfig) String() string {
+	return fmt.Sprintf("%s: size=%v slide=%v lateness=%v maxOutOfOrderness=%v idle=%v maxFutureSkew=%v aggs=%+v shards=%d maxSeries=%d",
+		c.name, c.size, c.slideOrSize(), c.lateness, c.ooo, c.idle, c.skew, c.aggs, c.shards, c.maxSeries)
+}
+
+var fullQuantiles = []float64{0.5, 0.9, 0.99, 0.999}
+
+// realNow is a wall clock in the 2020s, so that windows, ids and the engine's internal infinities are
+// exercised at realistic magnitudes.
+const realNow = int64(1_700_000_000) * int64(time.Second)
+
+func modelConfigs() []modelConfig {
+	s := time.Second
+	return []modelConfig{
+		{name: "tumbling10s", size: 10 * s, skew: 30 * s, keys: 4, seeds: 40, ops: 80,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		{name: "tumbling10s-late-ooo-idle", size: 10 * s, slide: 10 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
+			skew: 30 * s, keys: 8, emptyKey: true, seeds: 40, ops: 80,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "tumbling1s-3aggs", size: s, lateness: 2 * s, ooo: s / 2, idle: 3 * s, skew: 30 * s, keys: 3,
+			seeds: 30, ops: 80, shards: 1,
+			aggs: []Aggregation{{Histogram: true}, {Quantiles: []float64{0, 0.25, 1}}, {}}},
+		{name: "sliding4s/1s", size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 5, seeds: 40, ops: 80,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		{name: "sliding4s/1s-late-idle-3aggs", size: 4 * s, slide: s, lateness: 3 * s, idle: 5 * s, skew: 30 * s,
+			keys: 12, seeds: 40, ops: 80,
+			aggs: []Aggregation{{Quantiles: fullQuantiles}, {Histogram: true}, {}}},
+		{name: "sliding60s/1s", size: 60 * s, slide: s, lateness: 10 * s, ooo: 5 * s, idle: 20 * s, skew: 30 * s,
+			keys: 20, seeds: 20, ops: 50,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "sliding10s/2.5s-near-epoch", size: 10 * s, slide: 2500 * time.Millisecond, lateness: 5 * s,
+			ooo: s, idle: 4 * s, skew: 5 * s, keys: 4, base: int64(12 * s), seeds: 40, ops: 60,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		{name: "sliding40ns/10ns", size: 40, slide: 10, lateness: 20, ooo: 5, idle: 50, skew: 30, keys: 4,
+			seeds: 40, ops: 80,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Quantiles: []float64{0.5}}}},
+	}
+}
+
+type scenOp struct {
+	batchNow, collectNow int64
+	recs                 []refRec
+	snapBeforeCollect    bool // snapshot test: Snapshot and Restore between End and Collect
+	snapAfterCollect     bool // snapshot test: Snapshot and Restore after Collect
+}
+
+type scenario struct {
+	cfg  *modelConfig
+	seed uint64
+	base int64
+	ops  []scenOp
+}
+
+func (sc *scenario) withOps(ops []scenOp) *scenario {
+	c := *sc
+	c.ops = ops
+	return &c
+}
+
+func (sc *scenario) records() int {
+	n := 0
+	for _, op := range sc.ops {
+		n += len(op.recs)
+	}
+	return n
+}
+
+func randIn(rng *rand.Rand, lo, hi int64) int64 {
+	if hi <= lo {
+		return lo
+	}
+	return lo + rng.Int64N(hi-lo+1)
+}
+
+func hashName(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// genValue draws a value: mostly log-uniform over [1e-3, 3.6e6], with NaN, infinities, zero, negatives
+// and repeats.
+func genValue(rng *rand.Rand, prev []float64, nanPct int) float64 {
+	r := rng.IntN(100)
+	switch {
+	case r < nanPct:
+		return math.NaN()
+	case r < nanPct+1:
+		return math.Inf(1)
+	case r < nanPct+2:
+		return math.Inf(-1)
+	case r < nanPct+4:
+		return 0
+	case r < nanPct+7:
+		return -math.Exp(math.Log(1e-3) + rng.Float64()*(math.Log(3.6e6)-math.Log(1e-3)))
+	case r < nanPct+12 && len(prev) > 0:
+		return prev[rng.IntN(len(prev))]
+	}
+	return math.Exp(math.Log(1e-3) + rng.Float64()*(math.Log(3.6e6)-math.Log(1e-3)))
+}
+
+// genScenario draws a stream for c. It runs a quiet model alongside to aim records at the watermark:
+// late ones, too-late ones, ones on window boundaries.
+func genScenario(c *modelConfig, seed uint64) *scenario {
+	rng := rand.New(rand.NewPCG(seed, hashName(c.name)))
+	m := newRefModel(c)
+	m.quiet = true
+	size, slide, late, ooo, idle, skew := int64(c.size), int64(c.slideOrSize()), int64(c.lateness), int64(c.ooo), int64(c.idle), int64(c.skew)
+	base := c.base
+	if base == 0 {
+		base = realNow + randIn(rng, 0, 1000)*int64(time.Second) + randIn(rng, 0, 3)*slide/3
+	}
+	sc := &scenario{cfg: c, seed: seed, base: base}
+	keys := make([]string, c.keys)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+	}
+	if c.emptyKey {
+		keys[0] = ""
+	}
+	now := base
+	lag := randIn(rng, 0, size)
+	nanPct := 5 + rng.IntN(10)
+	var prev []float64
+	nOps := c.ops/2 + rng.IntN(c.ops)
+	for range nOps {
+		// advance the wall clock
+		switch r := rng.IntN(100); {
+		case r < 15:
+		case r < 80:
+			now += randIn(rng, 1, 2*slide)
+		case r < 92:
+			now += randIn(rng, size, 3*size)
+		case idle > 0:
+			now += randIn(rng, idle, 2*idle)
+		default:
+			now += randIn(rng, 0, 5*size)
+		}
+		if rng.IntN(40) == 0 {
+			lag = randIn(rng, 0, size)
+		}
+		op := scenOp{batchNow: now}
+		n := 1 + rng.IntN(20)
+		if rng.IntN(20) == 0 {
+			n = 0
+		}
+		b := m.begin(now)
+		frontier := now - lag
+		for range n {
+			var t int64
+			anchor := frontier
+			if b.wSet {
+				anchor = b.w
+			}
+			switch r := rng.IntN(100); {
+			case r < 50: // around the frontier, out of order within max_out_of_orderness and a bit more
+				t = frontier + randIn(rng, -ooo-slide, slide)
+			case r < 65: // around W: on time, late or too late
+				t = anchor + randIn(rng, -(size+late+2*slide), 2*slide)
+			case r < 77: // on a window boundary, or one that End will turn into W
+				s := anchor - mod(anchor, slide) + randIn(rng, -(size+late)/slide-1, 2)*slide
+				if rng.IntN(2) == 0 {
+					s += ooo
+				}
+				t = s + randIn(rng, -1, 1)
+			case r < 82: // the future, or just not
+				t = now + skew + randIn(rng, 0, 2)
+				if rng.IntN(2) == 0 {
+					t = now + skew + randIn(rng, 1, slide)
+				}
+			case r < 85: // invalid
+				t = -randIn(rng, 0, 2)
+			case r < 90: // long expired
+				t = anchor - size - late - randIn(rng, 0, 3*size)
+			case r < 93: // far ahead, within the skew: moves W a lot
+				t = now + randIn(rng, 0, skew)
+			default: // near the frontier, exact multiples of the slide
+				t = frontier - mod(frontier, slide) + randIn(rng, -2, 1)*slide
+			}
+			agg := rng.IntN(len(c.aggs))
+			key := keys[min(rng.IntN(len(keys)), rng.IntN(len(keys)))]
+			v := genValue(rng, prev, nanPct)
+			if finite(v) {
+				prev = append(prev, v)
+			}
+			b.add(agg, key, t, v)
+			op.recs = append(op.recs, refRec{agg, key, t, v})
+		}
+		b.end()
+		// the Collect after the batch, sometimes later on the wall clock
+		op.collectNow = now
+		switch r := rng.IntN(100); {
+		case r < 70:
+		case r < 82:
+			op.collectNow += randIn(rng, 1, slide)
+		case r < 92 && idle > 0 && m.everAccepted:
+			// aim the idle rule at a window end or expiry boundary, give or take 1 ns
+			wNow := m.maxEver - ooo
+			target := wNow - mod(wNow, slide) + randIn(rng, 1, 3)*slide + randIn(rng, -1, 1)
+			if rng.IntN(2) == 0 {
+				target += late
+			}
+			at := m.lastAcceptWall + (target - wNow)
+			if at >= now && at-m.lastAcceptWall >= idle {
+				op.collectNow = at
+			}
+		default:
+			if idle > 0 {
+				op.collectNow += randIn(rng, idle/2, 2*idle)
+			} else {
+				op.collectNow += randIn(rng, 0, size)
+			}
+		}
+		m.collect(op.collectNow)
+		now = op.collectNow
+		op.snapBeforeCollect = rng.Float64() < c.snapBeforeCollectRate
+		op.snapAfterCollect = rng.Float64() < c.snapAfterCollectRate
+		sc.ops = append(sc.ops, op)
+	}
+	return sc
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Running a stream against the engine.
+
+type runFailure struct {
+	op    int // the op at which the first mismatch showed; len(ops) for FireAll and the final accounting
+	lines []string
+}
+
+func (f *runFailure) String() string {
+	return fmt.Sprintf("at op %d:\n%s", f.op, strings.Join(f.lines, "\n"))
+}
+
+type runOptions struct {
+	snapshots bool            // honour the ops' snapshot flags; compare firings with an uninterrupted engine
+	trace     *[]string       // if set, gets a line per step
+	onEngine  func(e *Engine) // called after each op with the engine under test
+}
+
+func newModelEngine(c *modelConfig, now int64) (*Engine, *clock.Fake) {
+	clk := clock.NewFake(time.Unix(0, now))
+	e, err := New(c.engineConfig(clk))
+	if err != nil {
+		panic(err)
+	}
+	return e, clk
+}
+
+func snapshotAndRestore(c *modelConfig, e *Engine, now int64) (*Engine, *clock.Fake, error) {
+	snap := e.Snapshot(nil)
+	e2, clk := newModelEngine(c, now)
+	if err := e2.Restore(snap); err != nil {
+		return nil, nil, fmt.Errorf("Restore of a %d-byte snapshot: %w", len(snap), err)
+	}
+	return e2, clk, nil
+}
+
+// runScenario drives the engine and the model through sc and returns the first mismatch, or nil.
+func runScenario(sc *scenario, opt runOptions) *runFailure {
+	c := sc.cfg
+	tf := timeFmt{sc.base}
+	e, clk := newModelEngine(c, sc.base)
+	var ref *Engine // the uninterrupted engine of a snapshot run
+	if opt.snapshots {
+		ref, _ = newModelEngine(c, sc.base)
+	}
+	m := newRefModel(c)
+	trace := func(format string, args ...any) {
+		if opt.trace != nil {
+			*opt.trace = append(*opt.trace, fmt.Sprintf(format, args...))
+		}
+	}
+	totals := map[windowID]uint64{}
+	var tally [numVerdicts]uint64
+	var firsts, lates uint64
+	account := func(fs []firingRec) {
+		for i := range fs {
+			totals[fs[i].window()] += fs[i].Count
+			if fs[i].Late {
+				lates++
+			} else {
+				firsts++
+			}
+		}
+	}
+	compare := func(want, got, refGot []firingRec) []string {
+		if opt.snapshots {
+			return compareStrict(tf, refGot, got)
+		}
+		return compareToModel(tf, c.aggs, want, got)
+	}
+	traceFirings := func(what string, want, got []firingRec) {
+		if opt.trace == nil {
+			return
+		}
+		for i := range want {
+			trace("    model  %s: %s", what, tf.firing(&want[i]))
+		}
+		for i := range got {
+			trace("    engine %s: %s", what, tf.firing(&got[i]))
+		}
+	}
+	for i, op := range sc.ops {
+		var lines []string
+		clk.Set(time.Unix(0, op.batchNow))
+		trace("op %d: batch at wall %s, W at Begin %s", i, tf.t(op.batchNow), tf.t(m.watermark()))
+		b := e.Begin(op.batchNow)
+		mb := m.begin(op.batchNow)
+		var rb Batch
+		if ref != nil {
+			rb = ref.Begin(op.batchNow)
+		}
+		for j, r := range op.recs {
+			got := b.Add(r.agg, []byte(r.key), r.t, r.v)
+			want := mb.add(r.agg, r.key, r.t, r.v)
+			if got < numVerdicts {
+				tally[got]++
+			}
+			trace("  rec %d: agg%d key=%q t=%s v=%g -> model %v, engine %v", j, r.agg, r.key, tf.t(r.t), r.v, want, got)
+			if got != want {
+				var fates []string
+				if r.t > 0 && r.t <= op.batchNow+m.skew {
+					for _, s := range m.windowStarts(r.t) {
+						fates = append(fates, fmt.Sprintf("%s:%v", tf.window(s, s+m.size), mb.windowFate(s)))
+					}
+				}
+				lines = append(lines, fmt.Sprintf("  record %d (agg%d key=%q t=%s v=%g): verdict %v, want %v (W at Begin %s; windows %s)",
+					j, r.agg, r.key, tf.t(r.t), r.v, got, want, tf.t(mb.watermarkOrInf()), strings.Join(fates, " ")))
+			}
+			if ref != nil {
+				if rv := rb.Add(r.agg, []byte(r.key), r.t, r.v); rv != got {
+					lines = append(lines, fmt.Sprintf("  record %d: verdict %v, the uninterrupted engine said %v", j, got, rv))
+				}
+			}
+		}
+		b.End()
+		mb.end()
+		if ref != nil {
+			rb.End()
+		}
+		if got, want := e.Watermark(), m.watermark(); got != want {
+			lines = append(lines, fmt.Sprintf("  after End: Watermark() = %s, want %s", tf.t(got), tf.t(want)))
+		}
+		if opt.snapshots && op.snapBeforeCollect {
+			var err error
+			if e, clk, err = snapshotAndRestore(c, e, op.batchNow); err != nil {
+				lines = append(lines, "  "+err.Error())
+				return &runFailure{i, lines}
+			}
+			trace("  snapshot + restore before Collect")
+		}
+		clk.Set(time.Unix(0, op.collectNow))
+		got := collectFirings(e, op.collectNow)
+		want := m.collect(op.collectNow)
+		var refGot []firingRec
+		if ref != nil {
+			refGot = collectFirings(ref, op.collectNow)
+		}
+		account(got)
+		trace("  collect at wall %s: W model %s, engine %s", tf.t(op.collectNow), tf.t(m.watermark()), tf.t(e.Watermark()))
+		traceFirings("fired", want, got)
+		if gw, ww := e.Watermark(), m.watermark(); gw != ww {
+			lines = append(lines, fmt.Sprintf("  after Collect(%s): Watermark() = %s, want %s", tf.t(op.collectNow), tf.t(gw), tf.t(ww)))
+		}
+		lines = append(lines, compare(want, got, refGot)...)
+		if opt.snapshots && op.snapAfterCollect {
+			var err error
+			if e, clk, err = snapshotAndRestore(c, e, op.collectNow); err != nil {
+				lines = append(lines, "  "+err.Error())
+			}
+			trace("  snapshot + restore after Collect")
+		}
+		if opt.onEngine != nil && e != nil {
+			opt.onEngine(e)
+		}
+		if len(lines) > 0 {
+			return &runFailure{i, lines}
+		}
+	}
+	// FireAll, then the accounting of every window.
+	var lines []string
+	got := fireAllFirings(e)
+	want := m.fireAll()
+	var refGot []firingRec
+	if ref != nil {
+		refGot = fireAllFirings(ref)
+	}
+	account(got)
+	trace("FireAll")
+	traceFirings("FireAll", want, got)
+	if d := compare(want, got, refGot); len(d) > 0 {
+		lines = append(lines, "  FireAll:")
+		lines = append(lines, d...)
+	}
+	for id, n := range m.added {
+		if g := totals[windowID{id.agg, false, id.key, id.start}]; g != n {
+			lines = append(lines, fmt.Sprintf("  accounting: window agg%d %q %s: firings carried %d records in all, %d were added",
+				id.agg, id.key, tf.window(id.start, id.start+m.size), g, n))
+		}
+	}
+	for id, n := range totals {
+		if id.Overflow || m.added[refWinID{id.Agg, id.Key, id.Start}] == 0 {
+			lines = append(lines, fmt.Sprintf("  accounting: window agg%d %q overflow=%v %s: firings carried %d records, none was added",
+				id.Agg, id.Key, id.Overflow, tf.window(id.Start, id.Start+m.size), n))
+		}
+	}
+	if !opt.snapshots {
+		st := e.Stats()
+		if st.Verdicts != tally {
+			lines = append(lines, fmt.Sprintf("  Stats().Verdicts = %v, the Adds returned %v", st.Verdicts, tally))
+		}
+		if st.WindowsFired != firsts || st.LateFirings != lates {
+			lines = append(lines, fmt.Sprintf("  Stats() WindowsFired=%d LateFirings=%d, handed out %d first and %d late firings",
+				st.WindowsFired, st.LateFirings, firsts, lates))
+		}
+		for a, n := range st.ActiveSeries {
+			if n != 0 {
+				lines = append(lines, fmt.Sprintf("  after FireAll: Stats().ActiveSeries[%d] = %d, want 0", a, n))
+			}
+		}
+	}
+	if len(lines) > 0 {
+		return &runFailure{len(sc.ops), lines}
+	}
+	return nil
+}
+
+func (b *refBatch) watermarkOrInf() int64 {
+	if !b.wSet {
+		return math.MinInt64
+	}
+	return b.w
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Shrinking a failing stream.
+
+// ddmin removes as many of n items as it can while fails(keep) holds, by halving chunk sizes.
+func ddmin(n int, fails func(keep []bool) bool, budget *int) []bool {
+	keep := make([]bool, n)
+	for i := range keep {
+		keep[i] = true
+	}
+	for chunk := max(n/2, 1); chunk >= 1; chunk /= 2 {
+		for start := 0; start < n && *budget > 0; start += chunk {
+			try := slices.Clone(keep)
+			changed := false
+			for i := start; i < min(start+chunk, n); i++ {
+				changed = changed || try[i]
+				try[i] = false
+			}
+			if !changed {
+				continue
+			}
+			*budget--
+			if fails(try) {
+				keep = try
+			}
+		}
+		if chunk == 1 {
+			break
+		}
+	}
+	return keep
+}
+
+func shrinkScenario(sc *scenario, opt runOptions) *scenario {
+	fails := func(s *scenario) bool { return runScenario(s, opt) != nil }
+	f := runScenario(sc, opt)
+	if f == nil {
+		return sc
+	}
+	cur := sc
+	if f.op < len(cur.ops) {
+		cur = cur.withOps(slices.Clone(cur.ops[:f.op+1]))
+	}
+	budget := 4000
+	for round := 0; round < 4 && budget > 0; round++ {
+		before := fmt.Sprint(len(cur.ops), cur.records())
+		// drop ops
+		keep := ddmin(len(cur.ops), func(keep []bool) bool {
+			var ops []scenOp
+			for i, k := range keep {
+				if k {
+					ops = append(ops, cur.ops[i])
+				}
+			}
+			return fails(cur.withOps(ops))
+		}, &budget)
+		var ops []scenOp
+		for i, k := range keep {
+			if k {
+				ops = append(ops, cur.ops[i])
+			}
+		}
+		cur = cur.withOps(ops)
+		// drop records
+		type ref struct{ op, rec int }
+		var all []ref
+		for i, op := range cur.ops {
+			for j := range op.recs {
+				all = append(all, ref{i, j})
+			}
+		}
+		build := func(keep []bool) *scenario {
+			ops := make([]scenOp, len(cur.ops))
+			for i, op := range cur.ops {
+				ops[i] = op
+				ops[i].recs = nil
+			}
+			for k, r := range all {
+				if keep[k] {
+					ops[r.op].recs = append(ops[r.op].recs, cur.ops[r.op].recs[r.rec])
+				}
+			}
+			return cur.withOps(ops)
+		}
+		cur = build(ddmin(len(all), func(keep []bool) bool { return fails(build(keep)) }, &budget))
+		// simplify: Collect at the batch's wall time, no snapshots
+		for i := range cur.ops {
+			for _, edit := range []func(op *scenOp){
+				func(op *scenOp) { op.collectNow = op.batchNow },
+				func(op *scenOp) { op.snapBeforeCollect = false },
+				func(op *scenOp) { op.snapAfterCollect = false },
+			} {
+				ops := slices.Clone(cur.ops)
+				edit(&ops[i])
+				if budget--; fmt.Sprintf("%+v", ops[i]) != fmt.Sprintf("%+v", cur.ops[i]) && fails(cur.withOps(ops)) {
+					cur = cur.withOps(ops)
+				}
+			}
+		}
+		if fmt.Sprint(len(cur.ops), cur.records()) == before {
+			break
+		}
+	}
+	return cur
+}
+
+// describeScenario prints a stream as Go-like data, with times relative to its base.
+func describeScenario(sc *scenario) string {
+	var b strings.Builder
+	tf := timeFmt{sc.base}
+	fmt.Fprintf(&b, "config %s\nseed %d, base wall clock %d\n", sc.cfg, sc.seed, sc.base)
+	for i, op := range sc.ops {
+		fmt.Fprintf(&b, "op %d: Begin(base%+v)", i, time.Duration(op.batchNow-sc.base))
+		for _, r := range op.recs {
+			fmt.Fprintf(&b, " Add(%d, %q, %s, %g)", r.agg, r.key, tf.t(r.t), r.v)
+		}
+		fmt.Fprintf(&b, " End()")
+		if op.snapBeforeCollect {
+			b.WriteString(" Snapshot+Restore")
+		}
+		fmt.Fprintf(&b, " Collect(base%+v)", time.Duration(op.collectNow-sc.base))
+		if op.snapAfterCollect {
+			b.WriteString(" Snapshot+Restore")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// reportFailure shrinks sc and writes the minimal stream, its full trace and the mismatch.
+func reportFailure(t *testing.T, sc *scenario, opt runOptions, f *runFailure) {
+	t.Helper()
+	small := shrinkScenario(sc, opt)
+	sf := runScenario(small, opt)
+	var trace []string
+	topt := opt
+	topt.trace = &trace
+	runScenario(small, topt)
+	if sf == nil { // should not happen: the shrinker keeps a failing stream
+		small, sf = sc, f
+	}
+	t.Errorf("%s seed %d: engine and model disagree %s\n\nminimal failing stream (%d ops, %d records, shrunk from %d ops, %d records):\n%s\nits mismatch %s\n\ntrace:\n%s",
+		sc.cfg.name, sc.seed, f, len(small.ops), small.records(), len(sc.ops), sc.records(),
+		describeScenario(small), sf, strings.Join(trace, "\n"))
+}
+
+func seedsFor(c *modelConfig) int {
+	if s := os.Getenv("STREAM_MODEL_SEEDS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	if testing.Short() {
+		return max(c.seeds/5, 1)
+	}
+	return c.seeds
+}
+
+// runSeeds runs every seed of c with opt, reports the first failing one in full and the rest briefly.
+func runSeeds(t *testing.T, c *modelConfig, opt runOptions) {
+	only := os.Getenv("STREAM_MODEL_ONLY")
+	var failed []uint64
+	for s := range seedsFor(c) {
+		seed := uint64(s)
+		if only != "" && only != fmt.Sprintf("%s:%d", c.name, seed) {
+			continue
+		}
+		sc := genScenario(c, seed)
+		if only != "" {
+			var trace []string
+			o := opt
+			o.trace = &trace
+			f := runScenario(sc, o)
+			t.Logf("%s\n%s\nresult: %v", describeScenario(sc), strings.Join(trace, "\n"), f)
+		}
+		f := runScenario(sc, opt)
+		if f == nil {
+			continue
+		}
+		failed = append(failed, seed)
+		switch {
+		case len(failed) == 1:
+			reportFailure(t, sc, opt, f)
+		case len(failed) <= 4:
+			t.Errorf("%s seed %d also fails %s", c.name, seed, f)
+		}
+	}
+	if len(failed) > 0 {
+		t.Errorf("%s: %d of %d seeds failed: %v (rerun one with STREAM_MODEL_ONLY=%s:%d)",
+			c.name, len(failed), seedsFor(c), failed, c.name, failed[0])
+	}
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The tests.
+
+func TestEngineMatchesReferenceModel(t *testing.T) {
+	for _, c := range modelConfigs() {
+		t.Run(strings.ReplaceAll(c.name, "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			runSeeds(t, &c, runOptions{})
+		})
+	}
+}
+
+// TestReferenceModelSelfCheck pins the model to a few hand-computed cases, so that a wrong model cannot
+// pass silently against a wrong engine.
+func TestReferenceModelSelfCheck(t *testing.T) {
+	s := int64(time.Second)
+	c := &modelConfig{size: 30 * time.Second, slide: 10 * time.Second, lateness: 10 * time.Second,
+		skew: time.Minute, aggs: []Aggregation{{Quantiles: []float64{0.5}}}}
+	m := newRefModel(c)
+	now := int64(1000 * s)
+	b := m.begin(now)
+	if v := b.add(0, "a", 25*s, 1); v != OnTime {
+		t.Fatalf("first record: %v", v)
+	}
+	b.end()
+	if m.watermark() != 25*s {
+		t.Fatalf("W = %d", m.watermark())
+	}
+	if got := m.collect(now); len(got) != 0 {
+		t.Fatalf("fired at W=25s: %+v", got)
+	}
+	b = m.begin(now)
+	b.add(0, "a", 45*s, 3) // W = 45: windows ending 30 and 40 fire; end 30 expires (30+10 <= 45)
+	b.end()
+	got := m.collect(now)
+	if len(got) != 2 || got[0].End != 30*s || got[1].End != 40*s || got[0].Count != 1 || got[1].Count != 1 || got[1].Late {
+		t.Fatalf("firings at W=45: %+v", got)
+	}
+	b = m.begin(now)
+	// t=25 is in windows ending 30 (expired), 40 (fired, live until 50) and 50 (not fired): late.
+	if v := b.add(0, "a", 25*s, 5); v != LateUpdate {
+		t.Fatalf("late record: %v", v)
+	}
+	if v := b.add(0, "a", 5*s, 5); v != Expired { // windows ending 10, 20, 30: all expired
+		t.Fatalf("expired record: %v", v)
+	}
+	if v := b.add(0, "a", 0, 5); v != Invalid {
+		t.Fatalf("t=0: %v", v)
+	}
+	if v := b.add(0, "a", now+time.Minute.Nanoseconds()+1, 5); v != Future {
+		t.Fatalf("future: %v", v)
+	}
+	b.end()
+	got = m.collect(now)
+	// window [10,40): late firing, delta count 1 sum 5, whole {1,5}: avg 3, p50 rank floor(0.5) = 0 -> 1.
+	if len(got) != 1 || !got[0].Late || got[0].Start != 10*s || got[0].Count != 1 || got[0].Sum != 5 ||
+		got[0].WindowValueCount != 2 || got[0].Avg != 3 || got[0].Min != 1 || got[0].Max != 5 || got[0].Quantiles[0] != 1 {
+		t.Fatalf("late firing: %+v", got)
+	}
+	all := m.fireAll()
+	// left: [20,50) {25, 45, 25}, [30,60) {45}, [40,70) {45}; never fired.
+	if len(all) != 3 || all[0].Count != 3 || all[0].Late || all[1].Count != 1 || all[2].Count != 1 {
+		t.Fatalf("FireAll: %+v", all)
+	}
+	// idle rule
+	c2 := &modelConfig{size: 10 * time.Second, idle: 10 * time.Second, ooo: 2 * time.Second, skew: time.Minute, aggs: []Aggregation{{}}}
+	m = newRefModel(c2)
+	b = m.begin(now)
+	b.add(0, "a", 5*s, 1)
+	b.end() // W = 3
+	m.collect(now + 9*s)
+	if m.watermark() != 3*s {
+		t.Fatalf("idle too early: W=%d", m.watermark())
+	}
+	if got := m.collect(now + 11*s); len(got) != 1 || m.watermark() != 14*s {
+		t.Fatalf("idle: W=%d, %+v", m.watermark(), got)
+	}
+}
+
+// TestOverflowConservesRecords runs streams with few series slots and many keys: whatever goes to the
+// overflow series, the records of every window, summed over its series, must all come out, and the
+// regular series must never exceed max_series.
+func TestOverflowConservesRecords(t *testing.T) {
+	s := time.Second
+	configs := []modelConfig{
+		{name: "overflow-tumbling", size: 10 * s, lateness: 5 * s, ooo: s, idle: 15 * s, skew: 30 * s, keys: 12,
+			seeds: 25, ops: 60, maxSeries: 2, aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "overflow-sliding", size: 4 * s, slide: s, lateness: 3 * s, skew: 30 * s, keys: 10,
+			seeds: 25, ops: 60, maxSeries: 3, aggs: []Aggregation{{Histogram: true}}},
+	}
+	for _, c := range configs {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			failures := 0
+			for seed := range uint64(seedsFor(&c)) {
+				sc := genScenario(&c, seed)
+				if msg := runOverflowScenario(sc); msg != "" {
+					failures++
+					if failures <= 3 {
+						t.Errorf("%s seed %d: %s\nstream:\n%s", c.name, seed, msg, describeScenario(sc))
+					}
+				}
+			}
+		})
+	}
+}
+
+func runOverflowScenario(sc *scenario) string {
+	c := sc.cfg
+	tf := timeFmt{sc.base}
+	e, clk := newModelEngine(c, sc.base)
+	m := newRefModel(c)
+	type aggWin struct {
+		agg   int
+		start int64
+	}
+	got := map[aggWin]uint64{}
+	check := func(fs []firingRec, when string) string {
+		regular := make([]map[string]bool, len(c.aggs))
+		for i := range regular {
+			regular[i] = map[string]bool{}
+		}
+		for i := range fs {
+			f := &fs[i]
+			got[aggWin{f.Agg, f.Start}] += f.Count
+			if f.Overflow && f.Key != "" {
+				return fmt.Sprintf("%s: overflow firing with key %q", when, f.Key)
+			}
+			if !f.Overflow {
+				regular[f.Agg][f.Key] = true
+			}
+		}
+		for a, keys := range regular {
+			if len(keys) > c.maxSeries {
+				return fmt.Sprintf("%s: %d regular series of agg%d fired at one Collect, max_series is %d", when, len(keys), a, c.maxSeries)
+			}
+		}
+		st := e.Stats()
+		for a, n := range st.ActiveSeries {
+			if n < 0 || n > int64(c.maxSeries) {
+				return fmt.Sprintf("%s: Stats().ActiveSeries[%d] = %d, max_series %d", when, a, n, c.maxSeries)
+			}
+		}
+		return ""
+	}
+	for i, op := range sc.ops {
+		clk.Set(time.Unix(0, op.batchNow))
+		b := e.Begin(op.batchNow)
+		mb := m.begin(op.batchNow)
+		for j, r := range op.recs {
+			if g, w := b.Add(r.agg, []byte(r.key), r.t, r.v), mb.add(r.agg, r.key, r.t, r.v); g != w {
+				return fmt.Sprintf("op %d record %d (agg%d %q t=%s): verdict %v, want %v", i, j, r.agg, r.key, tf.t(r.t), g, w)
+			}
+		}
+		b.End()
+		mb.end()
+		m.collect(op.collectNow)
+		if msg := check(collectFirings(e, op.collectNow), fmt.Sprintf("op %d", i)); msg != "" {
+			return msg
+		}
+		if g, w := e.Watermark(), m.watermark(); g != w {
+			return fmt.Sprintf("op %d: Watermark() = %s, want %s", i, tf.t(g), tf.t(w))
+		}
+	}
+	if msg := check(fireAllFirings(e), "FireAll"); msg != "" {
+		return msg
+	}
+	want := map[aggWin]uint64{}
+	for id, n := range m.added {
+		want[aggWin{id.agg, id.start}] += n
+	}
+	var bad []string
+	for k, n := range want {
+		if got[k] != n {
+			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, %d were added", k.agg, tf.window(k.start, k.start+int64(c.size)), got[k], n))
+		}
+	}
+	for k, n := range got {
+		if want[k] == 0 {
+			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, none was added", k.agg, tf.window(k.start, k.start+int64(c.size)), n))
+		}
+	}
+	st := e.Stats()
+	for a := range c.aggs {
+		if st.ActiveSeries[a] != 0 || st.OverflowActive[a] {
+			bad = append(bad, fmt.Sprintf("after FireAll agg%d: ActiveSeries %d, OverflowActive %v", a, st.ActiveSeries[a], st.OverflowActive[a]))
+		}
+	}
+	sort.Strings(bad)
+	return strings.Join(bad, "\n")
+}
+
+// TestConcurrentIngestConservesRecords ingests from several goroutines while another collects (and
+// snapshots); in a tumbling configuration every aggregated record is in exactly one window, so the
+// counts of all firings of a window must add up to the records aggregated into it.
+func TestConcurrentIngestConservesRecords(t *testing.T) {
+	s := int64(time.Second)
+	clk := clock.NewFake(time.Unix(0, realNow))
+	cfg := Config{Size: 10 * time.Second, AllowedLateness: 20 * time.Second, MaxOutOfOrderness: 2 * time.Second,
+		IdleTimeout: 3 * time.Second, MaxFutureSkew: 10 * time.Second, Shards: 4, Clock: clk,
+		Aggregations: []Aggregation{{MaxSeries: 1000, Quantiles: fullQuantiles, Histogram: true}, {MaxSeries: 3}}}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, batches = 4, 150
+	type aggWin struct {
+		agg   int
+		start int64
+	}
+	tallies := make([]map[aggWin]uint64, workers)
+	verdicts := make([][numVerdicts]uint64, workers)
+	var wg sync.WaitGroup
+	var done atomic.Bool
+	for w := range workers {
+		tallies[w] = map[aggWin]uint64{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for range batches {
+				now := clk.Now()
+				b := e.Begin(now)
+				for range 1 + rng.IntN(20) {
+					t := now - randIn(rng, -12*s, 40*s)
+					if rng.IntN(50) == 0 {
+						t = 0
+					}
+					agg := rng.IntN(2)
+					key := []byte("k" + strconv.Itoa(rng.IntN(8)))
+					v := b.Add(agg, key, t, genValue(rng, nil, 5))
+					if v >= numVerdicts {
+						panic(fmt.Sprintf("verdict %d", v))
+					}
+					verdicts[w][v]++
+					if v.Aggregated() {
+						tallies[w][aggWin{agg, t - mod(t, 10*s)}]++
+					}
+				}
+				b.End()
+			}
+		}()
+	}
+	got := map[aggWin]uint64{}
+	firsts := map[windowID]int{}
+	var problems []string
+	collect := func(r *Result) {
+		got[aggWin{r.Agg, r.Start}] += r.Count
+		if r.End-r.Start != 10*s || mod(r.Start, 10*s) != 0 || r.Count == 0 {
+			problems = append(problems, fmt.Sprintf("odd firing %+v", *r))
+		}
+		if !r.Late {
+			if firsts[windowID{r.Agg, r.Overflow, r.Key, r.Start}]++; firsts[windowID{r.Agg, r.Overflow, r.Key, r.Start}] > 1 {
+				problems = append(problems, fmt.Sprintf("second first firing of window %+v", *r))
+			}
+		}
+	}
+	collectorDone := make(chan struct{})
+	go func() {
+		defer close(collectorDone)
+		rng := rand.New(rand.NewPCG(99, 7))
+		lastW := int64(math.MinInt64)
+		for i := 0; !done.Load(); i++ {
+			now := clk.Advance(time.Duration(randIn(rng, 0, 400) * int64(time.Millisecond)))
+			if rng.IntN(25) == 0 {
+				now = clk.Advance(5 * time.Second) // let the idle rule act
+			}
+			e.Collect(now, collect)
+			if i%20 == 0 {
+				_ = e.Snapshot(nil)
+				_ = e.Stats()
+			}
+			if w := e.Watermark(); w < lastW {
+				problems = append(problems, fmt.Sprintf("watermark went back from %d to %d", lastW, w))
+			} else {
+				lastW = w
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	wg.Wait()
+	done.Store(true)
+	<-collectorDone
+	e.Collect(clk.Now(), collect)
+	e.FireAll(collect)
+	for _, p := range problems[:min(len(problems), 10)] {
+		t.Error(p)
+	}
+	want := map[aggWin]uint64{}
+	var wantVerdicts [numVerdicts]uint64
+	var aggregated, carried uint64
+	for w := range workers {
+		for k, n := range tallies[w] {
+			want[k] += n
+			aggregated += n
+		}
+		for v, n := range verdicts[w] {
+			wantVerdicts[v] += n
+		}
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("agg%d window starting %d: firings carried %d records, %d were aggregated", k.agg, k.start, got[k], n)
+		}
+	}
+	for k, n := range got {
+		carried += n
+		if want[k] == 0 {
+			t.Errorf("agg%d window starting %d: firings carried %d records, none was aggregated", k.agg, k.start, n)
+		}
+	}
+	if carried != aggregated {
+		t.Errorf("firings carried %d records in all, %d were aggregated", carried, aggregated)
+	}
+	st := e.Stats()
+	if st.Verdicts != wantVerdicts {
+		t.Errorf("Stats().Verdicts = %v, the Adds returned %v", st.Verdicts, wantVerdicts)
+	}
+	for a, n := range st.ActiveSeries {
+		if n != 0 || st.OverflowActive[a] {
+			t.Errorf("after FireAll agg%d: ActiveSeries %d OverflowActive %v", a, n, st.OverflowActive[a])
+		}
+	}
+	t.Logf("%d records aggregated, verdicts %v", aggregated, wantVerdicts)
+}
+
+// TestSnapshotRestoreMidStream snapshots and restores the engine at random points of random streams
+// (between End and Collect, and after Collect) and requires every verdict, watermark and firing to be
+// those of an uninterrupted engine, and the verdicts, watermarks and per-window totals those of the model.
+func TestSnapshotRestoreMidStream(t *testing.T) {
+	for _, c := range modelConfigs() {
+		if c.name == "sliding60s/1s" {
+			c.seeds = 6
+		}
+		c.seeds = max(c.seeds/3, 4)
+		c.snapBeforeCollectRate, c.snapAfterCollectRate = 0.08, 0.08
+		t.Run(strings.ReplaceAll(c.name, "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			runSeeds(t, &c, runOptions{snapshots: true})
+		})
+	}
+}
+
+// TestSnapshotHalfwayEqualsUninterrupted is the plain round trip: half a stream, Snapshot, Restore into
+// a fresh engine with a fresh clock at the same time, the other half; all firings must equal those of an
+// engine that ran the whole stream.
+func TestSnapshotHalfwayEqualsUninterrupted(t *testing.T) {
+	for _, c := range modelConfigs()[:5] {
+		for seed := range uint64(4) {
+			sc := genScenario(&c, 1000+seed)
+			half := len(sc.ops) / 2
+			sc.ops[half].snapAfterCollect = true
+			if f := runScenario(sc, runOptions{snapshots: true}); f != nil {
+				t.Errorf("%s seed %d: %s\nstream:\n%s", c.name, 1000+seed, f, describeScenario(sc))
+			}
+		}
+	}
+}
+
+// TestRestoreRejectsDamagedSnapshots feeds Restore every truncation of a real snapshot, garbage and a
+// snapshot of another configuration; each must fail, and the engine must then work as a fresh one.
+func TestRestoreRejectsDamagedSnapshots(t *testing.T) {
+	cs := modelConfigs()
+	c := &cs[1] // two aggregations, one with quantiles and a histogram
+	sc := genScenario(c, 5)
+	e, _ := newModelEngine(c, sc.base)
+	half := len(sc.ops) / 2
+	for i, op := range sc.ops[:half] {
+		b := e.Begin(op.batchNow)
+		for _, r := range op.recs {
+			b.Add(r.agg, []byte(r.key), r.t, r.v)
+		}
+		b.End()
+		if i < half-1 { // leave the last batch's firings pending, so that the snapshot carries results
+			e.Collect(op.collectNow, func(*Result) {})
+		}
+	}
+	snap := e.Snapshot(nil)
+	if len(snap) < 100 {
+		t.Fatalf("snapshot of %d bytes: the stream left too little state", len(snap))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var damaged [][]byte
+	for n := range len(snap) {
+		if n < 300 || rng.IntN(max(len(snap)/300, 1)) == 0 {
+			damaged = append(damaged, snap[:n])
+		}
+	}
+	damaged = append(damaged, nil, []byte("WAGS"), []byte("XXXX\x01"), append(slices.Clone(snap), 0))
+	for range 50 {
+		g := make([]byte, rng.IntN(200))
+		for i := range g {
+			g[i] = byte(rng.Uint32())
+		}
+		damaged = append(damaged, g, append([]byte("WAGS\x01"), g...))
+	}
+	for i, d := range damaged {
+		fresh, _ := newModelEngine(c, sc.base)
+		if err := fresh.Restore(d); err == nil {
+			t.Fatalf("damaged snapshot %d (%d of %d bytes) restored without error", i, len(d), len(snap))
+		}
+	}
+	// another configuration
+	other := *c
+	other.lateness++
+	oe, _ := newModelEngine(&other, sc.base)
+	if err := oe.Restore(snap); err == nil {
+		t.Fatal("a snapshot restored into an engine with another allowed lateness")
+	}
+	other = *c
+	other.aggs = []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Histogram: true}}
+	oe, _ = newModelEngine(&other, sc.base)
+	if err := oe.Restore(snap); err == nil {
+		t.Fatal("a snapshot restored into an engine with other aggregations")
+	}
+	// byte flips must not panic; Restore may or may not notice them
+	for range 300 {
+		d := slices.Clone(snap)
+		d[rng.IntN(len(d))] ^= byte(1 + rng.IntN(255))
+		fresh, _ := newModelEngine(c, sc.base)
+		if fresh.Restore(d) == nil {
+			fresh.Collect(sc.base, func(*Result) {})
+			fresh.FireAll(func(*Result) {})
+		}
+	}
+	// after a failed Restore, the engine works as a fresh one: the whole stream matches the model
+	fresh, _ := newModelEngine(c, sc.base)
+	if err := fresh.Restore(snap[:len(snap)/2]); err == nil {
+		t.Fatal("half a snapshot restored")
+	}
+	if f := runScenarioOn(fresh, sc); f != nil {
+		t.Errorf("after a failed Restore: %s", f)
+	}
+}
+
+// runScenarioOn runs sc on a given engine and checks verdicts, watermarks and per-window totals against
+// the model (not the firings' detail, which TestEngineMatchesReferenceModel covers).
+func runScenarioOn(e *Engine, sc *scenario) *runFailure {
+	m := newRefModel(sc.cfg)
+	tf := timeFmt{sc.base}
+	totals := map[refWinID]uint64{}
+	add := func(fs []firingRec) {
+		for _, f := range fs {
+			totals[refWinID{f.Agg, f.Key, f.Start}] += f.Count
+		}
+	}
+	for i, op := range sc.ops {
+		b := e.Begin(op.batchNow)
+		mb := m.begin(op.batchNow)
+		for j, r := range op.recs {
+			if g, w := b.Add(r.agg, []byte(r.key), r.t, r.v), mb.add(r.agg, r.key, r.t, r.v); g != w {
+				return &runFailure{i, []string{fmt.Sprintf("record %d: verdict %v, want %v", j, g, w)}}
+			}
+		}
+		b.End()
+		mb.end()
+		add(collectFirings(e, op.collectNow))
+		m.collect(op.collectNow)
+		if g, w := e.Watermark(), m.watermark(); g != w {
+			return &runFailure{i, []string{fmt.Sprintf("Watermark() = %s, want %s", tf.t(g), tf.t(w))}}
+		}
+	}
+	add(fireAllFirings(e))
+	m.fireAll()
+	for id, n := range m.added {
+		if totals[id] != n {
+			return &runFailure{len(sc.ops), []string{fmt.Sprintf("window %+v: firings carried %d, %d added", id, totals[id], n)}}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package stream
+
+import "github.com/windowaggregator/windowaggregator/processor/sketch"
+
+// Result is one firing of one window of one series.
+//
+// A first firing carries the whole window. A late firing (Late) carries Count, Sum, ValueCount and
+// Hist as deltas of the late records alone, so that the firings of one window add up to the whole, and
+// Avg, Min, Max and Quantiles as the corrected values of the whole window.
+type Result struct {
+	Agg      int
+	Key      string // the series key as given to Add; empty for the overflow series
+	Overflow bool   // the aggregation's overflow series
+	Start    int64  // window start, Unix ns
+	End      int64  // window end, Unix ns (exclusive)
+	Late     bool
+
+	Count      uint64  // records (delta when Late)
+	Sum        float64 // of finite values (delta when Late)
+	ValueCount uint64  // finite values behind Sum (delta when Late)
+
+	WindowValueCount uint64  // finite values in the whole window; Avg, Min, Max and Quantiles need > 0
+	Avg, Min, Max    float64 // whole window
+	Quantiles        []float64
+	Hist             *sketch.Histogram // nil unless the aggregation reports a histogram (delta when Late)
+
+	histStore *sketch.Histogram // Hist's storage, kept across reuse
+}
+
+// reset empties r for reuse, keeping its Quantiles and Hist storage.
+func (r *Result) reset() {
+	q, h := r.Quantiles[:0], r.histStore
+	*r = Result{Quantiles: q, histStore: h}
+}
+
+// setHist makes r.Hist a copy of h.
+func (r *Result) setHist(h *sketch.Histogram) {
+	if r.histStore == nil {
+		r.histStore = newSketch()
+	}
+	r.histStore.CopyFrom(h)
+	r.Hist = r.histStore
+}
+
+// resultBuffer is a slice of Results whose elements keep their storage when it is emptied.
+type resultBuffer struct {
+	items []Result
+}
+
+func (b *resultBuffer) next() *Result {
+	n := len(b.items)
+	if n < cap(b.items) {
+		b.items = b.items[:n+1]
+	} else {
+		b.items = append(b.items, Result{})
+	}
+	r := &b.items[n]
+	r.reset()
+	return r
+}
+
+func (b *resultBuffer) clear() { b.items = b.items[:0] }

@@ -1,0 +1,232 @@
+package stream
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/windowaggregator/windowaggregator/processor/sketch"
+)
+
+// shard is an independently locked part of the series table, with the panes of its series, the
+// watermark it has applied and the results it has produced but not yet handed out.
+type shard struct {
+	mu   sync.Mutex
+	g    windowing
+	aggs []Aggregation
+
+	applied int64 // the watermark this shard has applied
+	next    int64 // nextBoundary(applied): the watermark at which it must flush again
+	dirty   bool  // some pane holds a late delta
+
+	index    []map[string]*series // per aggregation
+	overflow []*series            // per aggregation; used on the engine's overflow shard only
+	list     []*series
+	pending  resultBuffer
+	pool     panePool
+
+	// scratch for merging panes into a window
+	wTotal, wDelta   stats
+	wHist, wDeltaHst *sketch.Histogram
+
+	windowsFired, lateFirings uint64 // firings produced, read under mu
+
+	active []atomic.Int64 // the engine's count of regular series per aggregation
+}
+
+func newShard(g windowing, aggs []Aggregation, active []atomic.Int64) *shard {
+	s := &shard{g: g, aggs: aggs, applied: minTime, next: g.nextBoundary(minTime), active: active}
+	s.index = make([]map[string]*series, len(aggs))
+	for i := range s.index {
+		s.index[i] = make(map[string]*series)
+	}
+	s.overflow = make([]*series, len(aggs))
+	s.wHist, s.wDeltaHst = newSketch(), newSketch()
+	return s
+}
+
+// observe brings the shard to watermark w (under mu) and returns the watermark to judge records by.
+func (s *shard) observe(w int64) int64 {
+	if w >= s.next {
+		s.flush(w)
+	} else if w > s.applied {
+		s.applied = w
+	}
+	return s.applied
+}
+
+// lookup returns the series for key, or nil.
+func (s *shard) lookup(agg int, key []byte) *series {
+	return s.index[agg][string(key)]
+}
+
+// insert adds a new series for key.
+func (s *shard) insert(agg int, key []byte) *series {
+	se := &series{key: string(key), agg: agg, pos: len(s.list)}
+	s.index[agg][se.key] = se
+	s.list = append(s.list, se)
+	return se
+}
+
+// overflowSeries returns the aggregation's overflow series, creating it if needed.
+func (s *shard) overflowSeries(agg int) *series {
+	if se := s.overflow[agg]; se != nil {
+		return se
+	}
+	se := &series{agg: agg, overflow: true, pos: len(s.list)}
+	s.overflow[agg] = se
+	s.list = append(s.list, se)
+	return se
+}
+
+// release removes a series that holds no pane. It reports whether it was a regular (counted) series.
+func (s *shard) release(se *series) bool {
+	last := len(s.list) - 1
+	s.list[se.pos] = s.list[last]
+	s.list[se.pos].pos = se.pos
+	s.list[last] = nil
+	s.list = s.list[:last]
+	if se.overflow {
+		s.overflow[se.agg] = nil
+		return false
+	}
+	delete(s.index[se.agg], se.key)
+	return true
+}
+
+// add puts a record, judged as verdict, into series se.
+func (s *shard) add(se *series, t int64, v float64, hasValue bool, verdict Verdict) {
+	late := verdict == LateUpdate
+	se.pane(s.g.paneStart(t), &s.pool, &s.aggs[se.agg]).add(v, hasValue, late)
+	if late {
+		s.dirty = true
+	}
+}
+
+// flush is a flush point at watermark w: late firings of fired windows with late records, first
+// firings of windows that end by w, then expired panes and empty series are dropped.
+func (s *shard) flush(w int64) {
+	oldW := s.applied
+	w = max(w, oldW)
+	if !s.dirty && w < s.next {
+		s.applied = w
+		return
+	}
+	for i := 0; i < len(s.list); {
+		se := s.list[i]
+		s.flushSeries(se, oldW, w)
+		if len(se.panes) == 0 {
+			s.releaseCounted(se)
+			continue // the last series moved into slot i
+		}
+		i++
+	}
+	s.dirty = false
+	s.applied = w
+	s.next = s.g.nextBoundary(w)
+}
+
+// releaseCounted releases se and records the release for the engine's series count.
+func (s *shard) releaseCounted(se *series) {
+	if s.release(se) {
+		s.active[se.agg].Add(-1)
+	}
+}
+
+func (s *shard) flushSeries(se *series, oldW, w int64) {
+	g := s.g
+	if s.dirty {
+		s.lateFirings += s.fireLate(se, oldW)
+	}
+	// First firings: windows ending in (oldW, w] that hold at least one pane.
+	e := max((floorDiv(oldW, g.slide)+1)*g.slide, se.panes[0].start+g.slide)
+	j := 0 // first pane that can be in the window ending at e
+	for e <= w {
+		for j < len(se.panes) && se.panes[j].start < e-g.size {
+			j++
+		}
+		if j == len(se.panes) {
+			break
+		}
+		if ps := se.panes[j].start; ps >= e {
+			e = ps + g.slide // the window ending at e is empty: jump to the first that is not
+			continue
+		}
+		s.emit(se, e-g.size, e, false)
+		s.windowsFired++
+		e += g.slide
+	}
+	for _, p := range se.panes {
+		p.clearDelta()
+	}
+	se.dropPanesBefore(w-g.lateness-g.size+1, &s.pool)
+}
+
+// fireLate emits a late firing for every window that had fired and not expired at oldW and that
+// holds a pane with late records.
+func (s *shard) fireLate(se *series, oldW int64) uint64 {
+	g := s.g
+	var fired uint64
+	lastE := minTime // the last window end emitted, so that no window fires twice
+	for _, p := range se.panes {
+		if !p.dirty() {
+			continue
+		}
+		lo := max(p.start+g.slide, oldW-g.lateness+1, lastE+1) // not expired at oldW, not emitted yet
+		hi := min(p.start+g.size, oldW)                        // fired at oldW
+		// Window ends are multiples of slide: round lo up.
+		e := (floorDiv(lo-1, g.slide) + 1) * g.slide
+		for ; e <= hi; e += g.slide {
+			s.emit(se, e-g.size, e, true)
+			fired++
+			lastE = e
+		}
+	}
+	return fired
+}
+
+// emit merges the panes of window [start, end) into a Result.
+func (s *shard) emit(se *series, start, end int64, late bool) {
+	a := &s.aggs[se.agg]
+	s.wTotal, s.wDelta = stats{}, stats{}
+	if a.keepsSketch() {
+		s.wHist.Reset()
+	}
+	if late && a.Histogram {
+		s.wDeltaHst.Reset()
+	}
+	for i := se.firstPaneFrom(start); i < len(se.panes) && se.panes[i].start < end; i++ {
+		p := se.panes[i]
+		s.wTotal.merge(&p.total)
+		if p.hist != nil {
+			s.wHist.Merge(p.hist)
+		}
+		if late && p.dirty() {
+			s.wDelta.merge(&p.delta)
+			if p.deltaHist != nil {
+				s.wDeltaHst.Merge(p.deltaHist)
+			}
+		}
+	}
+	r := s.pending.next()
+	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.Late = se.agg, se.key, se.overflow, start, end, late
+	part := &s.wTotal
+	if late {
+		part = &s.wDelta
+	}
+	r.Count, r.Sum, r.ValueCount = part.count, part.sum, part.valueCount
+	r.WindowValueCount = s.wTotal.valueCount
+	if s.wTotal.valueCount > 0 {
+		r.Avg = s.wTotal.sum / float64(s.wTotal.valueCount)
+		r.Min, r.Max = s.wTotal.min, s.wTotal.max
+		for _, q := range a.Quantiles {
+			r.Quantiles = append(r.Quantiles, s.wHist.Quantile(q))
+		}
+	}
+	if a.Histogram {
+		if late {
+			r.setHist(s.wDeltaHst)
+		} else {
+			r.setHist(s.wHist)
+		}
+	}
+}

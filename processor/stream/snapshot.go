@@ -1,0 +1,316 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+
+	"github.com/windowaggregator/windowaggregator/processor/sketch"
+)
+
+// The snapshot format: magic, version, then the configuration it was taken under (a snapshot only
+// restores into an engine with the same window geometry and aggregations), the watermark, the series
+// with their panes, and the results not yet collected.
+const (
+	snapshotMagic   = "WAGS"
+	snapshotVersion = 1
+)
+
+// ErrSnapshotMismatch says that a snapshot was taken under another configuration.
+var ErrSnapshotMismatch = errors.New("snapshot was taken with a different window or aggregation configuration")
+
+// Snapshot appends the engine's whole state to dst. It first brings every shard to the watermark, so
+// that the state has one applied watermark.
+func (e *Engine) Snapshot(dst []byte) []byte {
+	e.collectMu.Lock()
+	defer e.collectMu.Unlock()
+	shards := e.allShards()
+	for _, sh := range shards {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+	}
+	w := e.wm.current()
+	for _, sh := range shards {
+		sh.flush(w)
+	}
+	enc := &encoder{b: append(dst, snapshotMagic...)}
+	enc.uvarint(snapshotVersion)
+	e.encodeConfig(enc)
+	maxEvent, floor, lastAccept := e.wm.state()
+	enc.varint(maxEvent)
+	enc.varint(floor)
+	enc.varint(lastAccept)
+	enc.varint(w)
+	var nSeries, nResults int
+	for _, sh := range shards {
+		nSeries += len(sh.list)
+		nResults += len(sh.pending.items)
+	}
+	enc.uvarint(uint64(nSeries))
+	for _, sh := range shards {
+		for _, se := range sh.list {
+			encodeSeries(enc, se)
+		}
+	}
+	enc.uvarint(uint64(nResults))
+	for _, sh := range shards {
+		for i := range sh.pending.items {
+			encodeResult(enc, &sh.pending.items[i])
+		}
+	}
+	return enc.b
+}
+
+func (e *Engine) encodeConfig(enc *encoder) {
+	enc.varint(e.g.size)
+	enc.varint(e.g.slide)
+	enc.varint(e.g.lateness)
+	enc.uvarint(uint64(len(e.aggs)))
+	for _, a := range e.aggs {
+		enc.bool(a.Histogram)
+		enc.uvarint(uint64(len(a.Quantiles)))
+		for _, q := range a.Quantiles {
+			enc.float(q)
+		}
+	}
+}
+
+func encodeStats(enc *encoder, s *stats) {
+	enc.uvarint(s.count)
+	enc.uvarint(s.valueCount)
+	enc.float(s.sum)
+	enc.float(s.min)
+	enc.float(s.max)
+}
+
+func encodeSketch(enc *encoder, h *sketch.Histogram) {
+	enc.bool(h != nil)
+	if h != nil {
+		enc.b = h.AppendBinary(enc.b)
+	}
+}
+
+func encodeSeries(enc *encoder, se *series) {
+	enc.uvarint(uint64(se.agg))
+	enc.bool(se.overflow)
+	enc.bytes(se.key)
+	enc.uvarint(uint64(len(se.panes)))
+	for _, p := range se.panes {
+		enc.varint(p.start)
+		encodeStats(enc, &p.total)
+		encodeStats(enc, &p.delta)
+		encodeSketch(enc, p.hist)
+		encodeSketch(enc, p.deltaHist)
+	}
+}
+
+func encodeResult(enc *encoder, r *Result) {
+	enc.uvarint(uint64(r.Agg))
+	enc.bytes(r.Key)
+	enc.bool(r.Overflow)
+	enc.varint(r.Start)
+	enc.varint(r.End)
+	enc.bool(r.Late)
+	enc.uvarint(r.Count)
+	enc.float(r.Sum)
+	enc.uvarint(r.ValueCount)
+	enc.uvarint(r.WindowValueCount)
+	enc.float(r.Avg)
+	enc.float(r.Min)
+	enc.float(r.Max)
+	enc.uvarint(uint64(len(r.Quantiles)))
+	for _, q := range r.Quantiles {
+		enc.float(q)
+	}
+	encodeSketch(enc, r.Hist)
+}
+
+// Restore loads a snapshot into an engine that has not ingested anything. On error the engine is left
+// empty and usable.
+func (e *Engine) Restore(b []byte) error {
+	e.collectMu.Lock()
+	defer e.collectMu.Unlock()
+	if len(b) < len(snapshotMagic) || string(b[:len(snapshotMagic)]) != snapshotMagic {
+		return errCorrupt
+	}
+	d := &decoder{b: b[len(snapshotMagic):]}
+	if v := d.uvarint(); d.err == nil && v != snapshotVersion {
+		return fmt.Errorf("snapshot format version %d, this build reads version %d", v, snapshotVersion)
+	}
+	if err := e.checkConfig(d); err != nil {
+		return err
+	}
+	maxEvent, floor, lastAccept, w := d.varint(), d.varint(), d.varint(), d.varint()
+	if d.err == nil && (w < minTime || w > maxTime || maxEvent < minTime || maxEvent > maxTime || floor < minTime || floor > maxTime) {
+		d.fail()
+	}
+	fresh := make([]*shard, len(e.shards))
+	for i := range fresh {
+		fresh[i] = newShard(e.g, e.aggs, e.active)
+	}
+	overflow := newShard(e.g, e.aggs, e.active)
+	active := make([]int64, len(e.aggs))
+	nSeries := d.count(4)
+	for range nSeries {
+		se := e.decodeSeries(d)
+		if d.err != nil {
+			break
+		}
+		if se.overflow {
+			if overflow.overflow[se.agg] != nil {
+				d.fail()
+				break
+			}
+			overflow.overflow[se.agg] = se
+			overflow.adopt(se)
+			continue
+		}
+		sh := fresh[(maphash.String(e.seed, se.key)+uint64(se.agg))&e.mask]
+		if sh.index[se.agg][se.key] != nil {
+			d.fail()
+			break
+		}
+		sh.index[se.agg][se.key] = se
+		sh.adopt(se)
+		active[se.agg]++
+	}
+	nResults := d.count(8)
+	for range nResults {
+		e.decodeResult(d, overflow.pending.next())
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return errCorrupt
+	}
+	for _, sh := range append(fresh, overflow) {
+		sh.applied, sh.next = w, e.g.nextBoundary(w)
+	}
+	e.shards, e.overflow = fresh, overflow
+	for i := range e.active {
+		e.active[i].Store(active[i])
+	}
+	e.wm.restore(maxEvent, floor, lastAccept)
+	return nil
+}
+
+// adopt takes a restored series into the shard's list.
+func (s *shard) adopt(se *series) {
+	se.pos = len(s.list)
+	s.list = append(s.list, se)
+	for _, p := range se.panes {
+		if p.dirty() {
+			s.dirty = true
+		}
+	}
+}
+
+func (e *Engine) checkConfig(d *decoder) error {
+	size, slide, lateness := d.varint(), d.varint(), d.varint()
+	n := d.count(2)
+	if d.err != nil {
+		return d.err
+	}
+	if size != e.g.size || slide != e.g.slide || lateness != e.g.lateness || n != len(e.aggs) {
+		return ErrSnapshotMismatch
+	}
+	for _, a := range e.aggs {
+		hist := d.bool()
+		nq := d.count(8)
+		if d.err != nil {
+			return d.err
+		}
+		if hist != a.Histogram || nq != len(a.Quantiles) {
+			return ErrSnapshotMismatch
+		}
+		for _, q := range a.Quantiles {
+			if d.float() != q {
+				return ErrSnapshotMismatch
+			}
+		}
+	}
+	return d.err
+}
+
+func decodeStats(d *decoder, s *stats) {
+	s.count, s.valueCount = d.uvarint(), d.uvarint()
+	s.sum, s.min, s.max = d.float(), d.float(), d.float()
+	if s.valueCount > s.count {
+		d.fail()
+	}
+}
+
+// decodeSketch reads a sketch if one is present and wanted; one present but not wanted, or wanted
+// but absent, is corrupt.
+func decodeSketch(d *decoder, want bool) *sketch.Histogram {
+	present := d.bool()
+	if d.err != nil || present != want {
+		d.fail()
+		return nil
+	}
+	if !present {
+		return nil
+	}
+	h := newSketch()
+	n, err := h.UnmarshalBinary(d.b)
+	if err != nil {
+		d.fail()
+		return nil
+	}
+	d.b = d.b[n:]
+	return h
+}
+
+func (e *Engine) decodeSeries(d *decoder) *series {
+	se := &series{agg: d.index(len(e.aggs))}
+	se.overflow = d.bool()
+	se.key = d.bytes()
+	if d.err != nil {
+		return se
+	}
+	a := &e.aggs[se.agg]
+	n := d.count(20)
+	if n == 0 {
+		d.fail() // a held series always has a pane
+	}
+	for range n {
+		p := &pane{start: d.varint()}
+		decodeStats(d, &p.total)
+		decodeStats(d, &p.delta)
+		p.hist = decodeSketch(d, a.keepsSketch())
+		p.deltaHist = decodeSketch(d, a.Histogram)
+		if d.err != nil {
+			return se
+		}
+		if k := len(se.panes); p.start != e.g.paneStart(p.start) || (k > 0 && se.panes[k-1].start >= p.start) {
+			d.fail()
+			return se
+		}
+		se.panes = append(se.panes, p)
+	}
+	return se
+}
+
+func (e *Engine) decodeResult(d *decoder, r *Result) {
+	r.Agg = d.index(len(e.aggs))
+	r.Key = d.bytes()
+	r.Overflow = d.bool()
+	r.Start, r.End = d.varint(), d.varint()
+	r.Late = d.bool()
+	r.Count = d.uvarint()
+	r.Sum = d.float()
+	r.ValueCount = d.uvarint()
+	r.WindowValueCount = d.uvarint()
+	r.Avg, r.Min, r.Max = d.float(), d.float(), d.float()
+	nq := d.count(8)
+	for range nq {
+		r.Quantiles = append(r.Quantiles, d.float())
+	}
+	if d.err != nil {
+		return
+	}
+	if h := decodeSketch(d, e.aggs[r.Agg].Histogram); h != nil {
+		r.setHist(h)
+	}
+}

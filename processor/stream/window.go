@@ -1,0 +1,65 @@
+package stream
+
+import "math"
+
+// Times are Unix nanoseconds. minTime and maxTime are the engine's minus and plus infinity: far enough
+// from the int64 limits that adding a window size or a lateness to them cannot overflow.
+const (
+	minTime int64 = math.MinInt64 / 4
+	maxTime int64 = math.MaxInt64 / 4
+)
+
+// windowing holds the window geometry: size and slide, and the allowed lateness, in nanoseconds.
+type windowing struct {
+	size, slide, lateness int64
+	panesPerWindow        int64
+}
+
+// floorDiv returns floor(a/b) for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && (a < 0) {
+		q--
+	}
+	return q
+}
+
+// paneStart returns the start of the pane that holds t.
+func (g windowing) paneStart(t int64) int64 { return floorDiv(t, g.slide) * g.slide }
+
+// lastEnd returns the end of the latest window that contains pane p.
+func (g windowing) lastEnd(p int64) int64 { return p + g.size }
+
+// expired reports whether window end e has expired at watermark w.
+func (g windowing) expired(e, w int64) bool { return e+g.lateness <= w }
+
+// classify judges a record in pane p against watermark w.
+func (g windowing) classify(p, w int64) Verdict {
+	if g.expired(g.lastEnd(p), w) {
+		return Expired
+	}
+	if p+g.slide > w { // the earliest window containing p has not fired: none has
+		return OnTime
+	}
+	// The latest fired window containing p ends at p + j*slide with j = min(k, floor((w-p)/slide)).
+	j := floorDiv(w-p, g.slide)
+	if j > g.panesPerWindow {
+		j = g.panesPerWindow
+	}
+	if g.expired(p+j*g.slide, w) {
+		// Every fired window has expired; the ones left have not fired yet.
+		return OnTime
+	}
+	return LateUpdate
+}
+
+// nextBoundary returns the least watermark above w at which the set of fired or of expired windows
+// changes: the next window end (a multiple of slide) or the next expiry (a window end plus lateness).
+func (g windowing) nextBoundary(w int64) int64 {
+	if w >= maxTime {
+		return maxTime
+	}
+	nextEnd := (floorDiv(w, g.slide) + 1) * g.slide
+	nextExpiry := (floorDiv(w-g.lateness, g.slide)+1)*g.slide + g.lateness
+	return min(nextEnd, nextExpiry)
+}
