@@ -1,0 +1,313 @@
+package windowaggregator
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/windowaggregator/windowaggregator/processor/serieskey"
+	"github.com/windowaggregator/windowaggregator/processor/stream"
+)
+
+// Special group-by and where keys that are fields of the record, not attributes.
+const (
+	fieldNone = iota
+	fieldSpanName
+	fieldSpanKind
+	fieldStatusCode
+	fieldSeverityText
+)
+
+var fieldKeys = map[string]int{
+	"span.name": fieldSpanName, "span.kind": fieldSpanKind, "status.code": fieldStatusCode, "severity.text": fieldSeverityText,
+}
+
+var spanKindNames = map[ptrace.SpanKind]string{
+	ptrace.SpanKindUnspecified: "SPAN_KIND_UNSPECIFIED", ptrace.SpanKindInternal: "SPAN_KIND_INTERNAL",
+	ptrace.SpanKindServer: "SPAN_KIND_SERVER", ptrace.SpanKindClient: "SPAN_KIND_CLIENT",
+	ptrace.SpanKindProducer: "SPAN_KIND_PRODUCER", ptrace.SpanKindConsumer: "SPAN_KIND_CONSUMER",
+}
+
+var statusCodeNames = map[ptrace.StatusCode]string{
+	ptrace.StatusCodeUnset: "STATUS_CODE_UNSET", ptrace.StatusCodeOk: "STATUS_CODE_OK", ptrace.StatusCodeError: "STATUS_CODE_ERROR",
+}
+
+var spanKindByConfig = map[string]ptrace.SpanKind{
+	"unspecified": ptrace.SpanKindUnspecified, "internal": ptrace.SpanKindInternal, "server": ptrace.SpanKindServer,
+	"client": ptrace.SpanKindClient, "producer": ptrace.SpanKindProducer, "consumer": ptrace.SpanKindConsumer,
+}
+
+// recordView is what an aggregation reads of one span or log record.
+type recordView struct {
+	attrs, scope, resource pcommon.Map
+	spanName               string
+	spanKind               ptrace.SpanKind
+	status                 ptrace.StatusCode
+	severityText           string
+}
+
+// field returns a special key's value.
+func (r *recordView) field(f int) string {
+	switch f {
+	case fieldSpanName:
+		return r.spanName
+	case fieldSpanKind:
+		return spanKindNames[r.spanKind]
+	case fieldStatusCode:
+		return statusCodeNames[r.status]
+	case fieldSeverityText:
+		return r.severityText
+	}
+	return ""
+}
+
+// lookup finds an attribute on the record, then its scope, then its resource.
+func (r *recordView) lookup(key string) (pcommon.Value, serieskey.Source, bool) {
+	if v, ok := r.attrs.Get(key); ok {
+		return v, serieskey.Record, true
+	}
+	if v, ok := r.scope.Get(key); ok {
+		return v, serieskey.Scope, true
+	}
+	if v, ok := r.resource.Get(key); ok {
+		return v, serieskey.Resource, true
+	}
+	return pcommon.Value{}, 0, false
+}
+
+// keyRef is a group-by or where key, resolved once.
+type keyRef struct {
+	name  string
+	field int // fieldNone: an attribute
+}
+
+func newKeyRef(name, signal string) keyRef {
+	f := fieldKeys[name]
+	if (f == fieldSeverityText) != (signal == signalLogs) && f != fieldNone {
+		f = fieldNone // a span-only key on logs (or the reverse) is an ordinary attribute
+	}
+	return keyRef{name: name, field: f}
+}
+
+// condition is one where.attributes equality.
+type condition struct {
+	key  keyRef
+	want pcommon.Value
+}
+
+func (c *condition) holds(r *recordView) bool {
+	if c.key.field != fieldNone {
+		return c.want.Type() == pcommon.ValueTypeStr && c.want.Str() == r.field(c.key.field)
+	}
+	got, _, ok := r.lookup(c.key.name)
+	if !ok {
+		return false
+	}
+	return valuesEqual(got, c.want)
+}
+
+// valuesEqual compares a record's value with a configured one: same type and value, numbers across
+// int and double by value, and otherwise by their string forms (so "200" matches the int 200).
+func valuesEqual(got, want pcommon.Value) bool {
+	switch {
+	case got.Type() == want.Type():
+		return got.Equal(want)
+	case isNumber(got) && isNumber(want):
+		return asFloat(got) == asFloat(want)
+	}
+	return got.AsString() == want.AsString()
+}
+
+func isNumber(v pcommon.Value) bool {
+	return v.Type() == pcommon.ValueTypeInt || v.Type() == pcommon.ValueTypeDouble
+}
+
+func asFloat(v pcommon.Value) float64 {
+	if v.Type() == pcommon.ValueTypeInt {
+		return float64(v.Int())
+	}
+	return v.Double()
+}
+
+// outputSet says which outputs an aggregation emits.
+type outputSet struct {
+	count, sum, avg, min, max, histogram bool
+	quantileNames                        []string // outputs, as written: p50, p999
+}
+
+// aggregation is one configured aggregation, compiled for the hot path.
+type aggregation struct {
+	index     int // in the engine
+	name      string
+	signal    string
+	spanKinds uint8 // bit per ptrace.SpanKind; 0: any
+	where     []condition
+	groupBy   []keyRef
+	// value
+	duration  bool    // the span duration, divided by unitScale
+	unitScale float64 // nanoseconds per unit
+	unit      string
+	valueKey  keyRef // the numeric attribute, when not duration
+	hasValue  bool
+	outputs   outputSet
+	quantiles []float64
+}
+
+func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
+	c := &aggregation{index: index, name: a.Name, signal: a.Signal}
+	if a.Where != nil {
+		for _, k := range a.Where.SpanKind {
+			c.spanKinds |= 1 << spanKindByConfig[k]
+		}
+		for k, v := range a.Where.Attributes {
+			want := pcommon.NewValueEmpty()
+			if err := want.FromRaw(v); err != nil {
+				return nil, fmt.Errorf("aggregation %q: where.attributes.%s: %w", a.Name, k, err)
+			}
+			c.where = append(c.where, condition{key: newKeyRef(k, a.Signal), want: want})
+		}
+	}
+	for _, k := range a.GroupBy {
+		c.groupBy = append(c.groupBy, newKeyRef(k, a.Signal))
+	}
+	switch {
+	case a.isDuration():
+		c.duration, c.hasValue = true, true
+		c.unit = a.Unit
+		if c.unit == "" {
+			c.unit = "ms"
+		}
+		c.unitScale = unitScale[c.unit]
+	case strings.HasPrefix(a.Value, valueAttributePrefix):
+		c.valueKey = newKeyRef(strings.TrimPrefix(a.Value, valueAttributePrefix), a.Signal)
+		c.hasValue = true
+	}
+	for _, o := range a.outputs() {
+		switch o {
+		case outputCount:
+			c.outputs.count = true
+		case outputSum:
+			c.outputs.sum = true
+		case outputAvg:
+			c.outputs.avg = true
+		case outputMin:
+			c.outputs.min = true
+		case outputMax:
+			c.outputs.max = true
+		case outputHistogram:
+			c.outputs.histogram = true
+		default:
+			q, err := strconv.ParseFloat("0."+strings.TrimPrefix(o, "p"), 64)
+			if err != nil {
+				return nil, fmt.Errorf("aggregation %q: output %q: %w", a.Name, o, err)
+			}
+			c.quantiles = append(c.quantiles, q)
+			c.outputs.quantileNames = append(c.outputs.quantileNames, o)
+		}
+	}
+	return c, nil
+}
+
+// engineAggregation is what the engine keeps for this aggregation.
+func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
+	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: c.outputs.histogram}
+}
+
+// matches applies the where clause.
+func (c *aggregation) matches(r *recordView, isSpan bool) bool {
+	if c.spanKinds != 0 && (!isSpan || c.spanKinds&(1<<r.spanKind) == 0) {
+		return false
+	}
+	for i := range c.where {
+		if !c.where[i].holds(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// buildKey writes the record's series key.
+func (c *aggregation) buildKey(b *serieskey.Builder, r *recordView) {
+	b.Reset()
+	for _, k := range c.groupBy {
+		if k.field != fieldNone {
+			b.Str(serieskey.Record, r.field(k.field))
+			continue
+		}
+		v, src, ok := r.lookup(k.name)
+		if !ok {
+			b.Absent()
+			continue
+		}
+		switch v.Type() {
+		case pcommon.ValueTypeStr:
+			b.Str(src, v.Str())
+		case pcommon.ValueTypeInt:
+			b.Int(src, v.Int())
+		case pcommon.ValueTypeDouble:
+			b.Double(src, v.Double())
+		case pcommon.ValueTypeBool:
+			b.Bool(src, v.Bool())
+		case pcommon.ValueTypeBytes:
+			b.Bytes(src, v.Bytes().AsRaw())
+		case pcommon.ValueTypeEmpty:
+			b.Absent()
+		default: // maps and slices: their JSON form, as a string
+			b.Str(src, v.AsString())
+		}
+	}
+}
+
+// Reasons a record has no value; each is a counter attribute.
+const (
+	valueOK             = ""
+	valueMissing        = "missing"
+	valueNotNumeric     = "not_numeric"
+	valueNotFinite      = "not_finite"
+	valueEndBeforeStart = "end_before_start"
+)
+
+// value returns the record's value, or NaN and the reason there is none. start and end are the span's
+// timestamps (0 for logs).
+func (c *aggregation) value(r *recordView, start, end uint64) (float64, string) {
+	if !c.hasValue {
+		return math.NaN(), valueOK
+	}
+	if c.duration {
+		if end < start {
+			return math.NaN(), valueEndBeforeStart
+		}
+		return float64(end-start) / c.unitScale, valueOK
+	}
+	var v pcommon.Value
+	if c.valueKey.field != fieldNone {
+		v = pcommon.NewValueStr(r.field(c.valueKey.field))
+	} else {
+		var ok bool
+		if v, _, ok = r.lookup(c.valueKey.name); !ok {
+			return math.NaN(), valueMissing
+		}
+	}
+	var f float64
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		f = float64(v.Int())
+	case pcommon.ValueTypeDouble:
+		f = v.Double()
+	case pcommon.ValueTypeStr:
+		var err error
+		if f, err = strconv.ParseFloat(strings.TrimSpace(v.Str()), 64); err != nil {
+			return math.NaN(), valueNotNumeric
+		}
+	default:
+		return math.NaN(), valueNotNumeric
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return math.NaN(), valueNotFinite
+	}
+	return f, valueOK
+}

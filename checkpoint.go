@@ -1,0 +1,215 @@
+package windowaggregator
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+)
+
+// The checkpoint is one value under one key of the storage client: a magic, a format version, the
+// aggregation names it was taken with, the engine snapshot (watermark, open windows, fired results
+// not yet collected) and the result batches kept for retry.
+const (
+	checkpointKey     = "window_aggregator.state"
+	checkpointMagic   = "WACP"
+	checkpointVersion = 1
+)
+
+// checkpointer saves and restores the shared state through a storage extension.
+type checkpointer struct {
+	s      *shared
+	mu     sync.Mutex
+	client storage.Client
+}
+
+func newCheckpointer(s *shared) *checkpointer { return &checkpointer{s: s} }
+
+// start opens the storage client and restores the last checkpoint. A checkpoint that cannot be read is
+// logged and counted, and the component starts clean; a storage extension that is missing fails start.
+func (c *checkpointer) start(ctx context.Context, host component.Host) error {
+	id := *c.s.cfg.Storage
+	ext, ok := host.GetExtensions()[id]
+	if !ok {
+		return fmt.Errorf("storage: extension %q is not configured in the service's extensions", id)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return fmt.Errorf("storage: extension %q is not a storage extension", id)
+	}
+	client, err := se.GetClient(ctx, component.KindProcessor, c.s.id, "")
+	if err != nil {
+		return fmt.Errorf("storage: opening a client of %q: %w", id, err)
+	}
+	c.mu.Lock()
+	c.client = client
+	c.mu.Unlock()
+	c.restore(ctx)
+	return nil
+}
+
+func (c *checkpointer) restore(ctx context.Context) {
+	s := c.s
+	data, err := c.client.Get(ctx, checkpointKey)
+	switch {
+	case err != nil:
+		s.tel.checkpoints.Add(ctx, 1, reasonAttr("restore_failed"))
+		s.logger.Error("Cannot read the window state checkpoint; starting with empty windows", zap.Error(err))
+		return
+	case data == nil:
+		s.tel.checkpoints.Add(ctx, 1, reasonAttr("empty"))
+		return
+	}
+	if err := c.decode(data); err != nil {
+		s.tel.checkpoints.Add(ctx, 1, reasonAttr("restore_failed"))
+		s.logger.Error("Discarding an unreadable window state checkpoint; starting with empty windows", zap.Error(err))
+		return
+	}
+	s.tel.checkpoints.Add(ctx, 1, reasonAttr("restored"))
+	s.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
+}
+
+// fingerprint names the aggregations, so that a checkpoint is not restored into another configuration.
+func (c *checkpointer) fingerprint() string {
+	names := make([]string, len(c.s.aggs))
+	for i, a := range c.s.aggs {
+		names[i] = a.name + "/" + a.signal
+	}
+	return strings.Join(names, ",")
+}
+
+func (c *checkpointer) encode() []byte {
+	s := c.s
+	b := append([]byte(checkpointMagic), checkpointVersion)
+	fp := c.fingerprint()
+	b = binary.AppendUvarint(b, uint64(len(fp)))
+	b = append(b, fp...)
+	snap := s.engine.Snapshot(nil)
+	b = binary.AppendUvarint(b, uint64(len(snap)))
+	b = append(b, snap...)
+	em := s.emitter
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	b = binary.AppendUvarint(b, uint64(len(em.queue)))
+	var m pmetric.ProtoMarshaler
+	for _, p := range em.queue {
+		raw, err := m.MarshalMetrics(p.md)
+		if err != nil { // cannot happen for pdata built here; keep the rest
+			raw = nil
+		}
+		b = binary.AppendUvarint(b, uint64(p.to.input))
+		b = binary.AppendUvarint(b, uint64(len(raw)))
+		b = append(b, raw...)
+	}
+	return b
+}
+
+var errCheckpointCorrupt = errors.New("checkpoint is truncated or corrupt")
+
+func (c *checkpointer) decode(b []byte) error {
+	s := c.s
+	if len(b) < len(checkpointMagic)+1 || string(b[:len(checkpointMagic)]) != checkpointMagic {
+		return errCheckpointCorrupt
+	}
+	if v := b[len(checkpointMagic)]; v != checkpointVersion {
+		return fmt.Errorf("checkpoint format version %d, this build reads version %d", v, checkpointVersion)
+	}
+	b = b[len(checkpointMagic)+1:]
+	next := func() ([]byte, bool) {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return nil, false
+		}
+		v := b[w : w+int(n)]
+		b = b[w+int(n):]
+		return v, true
+	}
+	fp, ok := next()
+	if !ok {
+		return errCheckpointCorrupt
+	}
+	if string(fp) != c.fingerprint() {
+		return fmt.Errorf("checkpoint was taken with aggregations %q, now configured: %q", fp, c.fingerprint())
+	}
+	snap, ok := next()
+	if !ok {
+		return errCheckpointCorrupt
+	}
+	nq, w := binary.Uvarint(b)
+	if w <= 0 || nq > uint64(len(b)) {
+		return errCheckpointCorrupt
+	}
+	b = b[w:]
+	type queued struct {
+		input int
+		md    pmetric.Metrics
+	}
+	var batches []queued
+	var u pmetric.ProtoUnmarshaler
+	for range nq {
+		input, w := binary.Uvarint(b)
+		if w <= 0 || input > inputAny {
+			return errCheckpointCorrupt
+		}
+		b = b[w:]
+		raw, ok := next()
+		if !ok {
+			return errCheckpointCorrupt
+		}
+		md, err := u.UnmarshalMetrics(raw)
+		if err != nil {
+			return fmt.Errorf("checkpoint: queued results: %w", err)
+		}
+		batches = append(batches, queued{int(input), md})
+	}
+	if len(b) != 0 {
+		return errCheckpointCorrupt
+	}
+	if err := s.engine.Restore(snap); err != nil {
+		return err
+	}
+	em := s.emitter
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	for _, q := range batches {
+		for _, to := range s.sinksFor(q.input) {
+			em.queue = append(em.queue, pendingBatch{to: to, md: q.md, points: q.md.DataPointCount()})
+			break
+		}
+	}
+	return nil
+}
+
+// save writes a checkpoint; a failure is logged and counted, and the next save tries again.
+func (c *checkpointer) save(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client == nil {
+		return
+	}
+	data := c.encode()
+	if err := c.client.Set(ctx, checkpointKey, data); err != nil {
+		c.s.tel.checkpoints.Add(ctx, 1, reasonAttr("save_failed"))
+		c.s.logger.Error("Cannot save the window state checkpoint", zap.Error(err))
+		return
+	}
+	c.s.tel.checkpoints.Add(ctx, 1, reasonAttr("saved"))
+}
+
+func (c *checkpointer) shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client == nil {
+		return nil
+	}
+	err := c.client.Close(ctx)
+	c.client = nil
+	return err
+}

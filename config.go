@@ -1,0 +1,274 @@
+package windowaggregator
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+)
+
+// Config is the configuration of both forms of window_aggregator. The keys are those of the contract
+// (../shared/design/contract.md), plus the emission and checkpoint settings documented in the README.
+type Config struct {
+	Window          WindowConfig        `mapstructure:"window"`
+	Watermark       WatermarkConfig     `mapstructure:"watermark"`
+	AllowedLateness time.Duration       `mapstructure:"allowed_lateness"`
+	LateData        LateDataConfig      `mapstructure:"late_data"`
+	MaxSeries       int                 `mapstructure:"max_series"`
+	Storage         *component.ID       `mapstructure:"storage"`
+	Aggregations    []AggregationConfig `mapstructure:"aggregations"`
+	Emit            EmitConfig          `mapstructure:"emit"`
+	Checkpoint      CheckpointConfig    `mapstructure:"checkpoint"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// WindowConfig is the window geometry.
+type WindowConfig struct {
+	Size  time.Duration `mapstructure:"size"`
+	Slide time.Duration `mapstructure:"slide"` // 0: size (tumbling)
+}
+
+// WatermarkConfig says how the watermark follows the records' event times.
+type WatermarkConfig struct {
+	MaxOutOfOrderness time.Duration `mapstructure:"max_out_of_orderness"`
+	IdleTimeout       time.Duration `mapstructure:"idle_timeout"`
+	MaxFutureSkew     time.Duration `mapstructure:"max_future_skew"`
+}
+
+// LateDataConfig says what happens to records that come too late, too early, or without a timestamp.
+type LateDataConfig struct {
+	Action string `mapstructure:"action"` // route | drop
+}
+
+// EmitConfig governs how results leave the component (not in the contract: documented extras).
+type EmitConfig struct {
+	// Interval is the ticker that applies the idle rule and sends late firings and retries.
+	Interval time.Duration `mapstructure:"interval"`
+	// MaxPending bounds the result batches kept for retry while the metrics consumer fails.
+	MaxPending int `mapstructure:"max_pending"`
+}
+
+// CheckpointConfig governs the periodic checkpoint to `storage` (not in the contract).
+type CheckpointConfig struct {
+	Interval time.Duration `mapstructure:"interval"` // 0: only on shutdown
+}
+
+// AggregationConfig is one aggregation.
+type AggregationConfig struct {
+	Name    string       `mapstructure:"name"`
+	Signal  string       `mapstructure:"signal"`
+	Where   *WhereConfig `mapstructure:"where"`
+	GroupBy []string     `mapstructure:"group_by"`
+	Value   string       `mapstructure:"value"`
+	Unit    string       `mapstructure:"unit"`
+	Outputs []string     `mapstructure:"outputs"`
+}
+
+// WhereConfig selects the records an aggregation counts.
+type WhereConfig struct {
+	SpanKind   []string       `mapstructure:"span_kind"`
+	Attributes map[string]any `mapstructure:"attributes"`
+}
+
+const (
+	signalSpans = "spans"
+	signalLogs  = "logs"
+
+	actionRoute = "route"
+	actionDrop  = "drop"
+
+	valueDuration        = "duration"
+	valueAttributePrefix = "attribute:"
+
+	outputCount     = "count"
+	outputSum       = "sum"
+	outputAvg       = "avg"
+	outputMin       = "min"
+	outputMax       = "max"
+	outputHistogram = "histogram"
+)
+
+var (
+	percentileOutput = regexp.MustCompile(`^p([0-9]{1,6})$`)
+	unitScale        = map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+	spanKinds        = map[string]bool{"unspecified": true, "internal": true, "server": true, "client": true, "producer": true, "consumer": true}
+	spanOnlyKeys     = map[string]bool{"span.name": true, "span.kind": true, "status.code": true}
+	logOnlyKeys      = map[string]bool{"severity.text": true}
+)
+
+func createDefaultConfig() component.Config {
+	return &Config{
+		Watermark:  WatermarkConfig{MaxFutureSkew: 5 * time.Minute},
+		LateData:   LateDataConfig{Action: actionRoute},
+		MaxSeries:  10000,
+		Emit:       EmitConfig{Interval: time.Second, MaxPending: 100},
+		Checkpoint: CheckpointConfig{Interval: 30 * time.Second},
+	}
+}
+
+// Validate reports every invalid setting, each naming its key and the reason.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if c.Window.Size <= 0 {
+		bad("window.size", "is required and must be > 0, got %s", c.Window.Size)
+	}
+	if s := c.Window.Slide; s < 0 || s > c.Window.Size && c.Window.Size > 0 {
+		bad("window.slide", "must be > 0 and <= window.size (%s), got %s", c.Window.Size, s)
+	} else if s > 0 && c.Window.Size > 0 && c.Window.Size%s != 0 {
+		bad("window.slide", "window.size (%s) must be a whole multiple of it, got %s", c.Window.Size, s)
+	}
+	for key, d := range map[string]time.Duration{
+		"watermark.max_out_of_orderness": c.Watermark.MaxOutOfOrderness,
+		"watermark.idle_timeout":         c.Watermark.IdleTimeout,
+		"watermark.max_future_skew":      c.Watermark.MaxFutureSkew,
+		"allowed_lateness":               c.AllowedLateness,
+		"checkpoint.interval":            c.Checkpoint.Interval,
+	} {
+		if d < 0 {
+			bad(key, "must not be negative, got %s", d)
+		}
+	}
+	if c.Emit.Interval <= 0 {
+		bad("emit.interval", "must be > 0, got %s", c.Emit.Interval)
+	}
+	if c.Emit.MaxPending <= 0 {
+		bad("emit.max_pending", "must be > 0, got %d", c.Emit.MaxPending)
+	}
+	if a := c.LateData.Action; a != actionRoute && a != actionDrop {
+		bad("late_data.action", "must be %q or %q, got %q", actionRoute, actionDrop, a)
+	}
+	if c.MaxSeries <= 0 {
+		bad("max_series", "must be > 0, got %d", c.MaxSeries)
+	}
+	if len(c.Aggregations) == 0 {
+		bad("aggregations", "at least one aggregation is required")
+	}
+	names := map[string]bool{}
+	for i, a := range c.Aggregations {
+		key := fmt.Sprintf("aggregations[%d]", i)
+		if a.Name != "" {
+			key = fmt.Sprintf("aggregations[%d] (%s)", i, a.Name)
+		}
+		errs = append(errs, a.validate(key, names)...)
+	}
+	return errors.Join(errs...)
+}
+
+func (a *AggregationConfig) validate(key string, names map[string]bool) []error {
+	var errs []error
+	bad := func(sub, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s.%s: %s", key, sub, fmt.Sprintf(format, args...)))
+	}
+	switch {
+	case a.Name == "":
+		bad("name", "is required")
+	case names[a.Name]:
+		bad("name", "%q is used by another aggregation; names must be unique", a.Name)
+	case strings.TrimSpace(a.Name) != a.Name:
+		bad("name", "%q has leading or trailing spaces", a.Name)
+	}
+	names[a.Name] = true
+	if a.Signal != signalSpans && a.Signal != signalLogs {
+		bad("signal", "must be %q or %q, got %q", signalSpans, signalLogs, a.Signal)
+	}
+	if a.Where != nil {
+		if len(a.Where.SpanKind) > 0 && a.Signal != signalSpans {
+			bad("where.span_kind", "applies to spans only")
+		}
+		for _, k := range a.Where.SpanKind {
+			if !spanKinds[k] {
+				bad("where.span_kind", "unknown span kind %q (want one of unspecified, internal, server, client, producer, consumer)", k)
+			}
+		}
+		for k, v := range a.Where.Attributes {
+			if k == "" {
+				bad("where.attributes", "empty attribute key")
+			}
+			switch v.(type) {
+			case string, bool, int, int64, float64, uint64:
+			default:
+				bad("where.attributes", "%q: value must be a string, number or bool, got %T", k, v)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, k := range a.GroupBy {
+		switch {
+		case k == "":
+			bad("group_by", "empty key")
+		case seen[k]:
+			bad("group_by", "key %q listed twice", k)
+		case spanOnlyKeys[k] && a.Signal == signalLogs:
+			bad("group_by", "%q applies to spans only", k)
+		case logOnlyKeys[k] && a.Signal == signalSpans:
+			bad("group_by", "%q applies to logs only", k)
+		}
+		seen[k] = true
+	}
+	hasValue := a.Signal == signalSpans // spans default to duration
+	switch {
+	case a.Value == "":
+	case a.Value == valueDuration:
+		if a.Signal == signalLogs {
+			bad("value", "duration applies to spans only; logs take attribute:<key>")
+		}
+	case strings.HasPrefix(a.Value, valueAttributePrefix):
+		if strings.TrimPrefix(a.Value, valueAttributePrefix) == "" {
+			bad("value", "attribute: needs a key, as in attribute:http.response.body.size")
+		}
+		hasValue = true
+	default:
+		bad("value", "must be duration or attribute:<key>, got %q", a.Value)
+	}
+	if a.Unit != "" {
+		if _, ok := unitScale[a.Unit]; !ok {
+			bad("unit", "must be one of ns, us, ms, s, got %q", a.Unit)
+		} else if !a.isDuration() {
+			bad("unit", "applies to value: duration only")
+		}
+	}
+	outs := map[string]bool{}
+	for _, o := range a.Outputs {
+		if outs[o] {
+			bad("outputs", "%q listed twice", o)
+		}
+		outs[o] = true
+		isValue := false
+		switch o {
+		case outputCount:
+		case outputSum, outputAvg, outputMin, outputMax, outputHistogram:
+			isValue = true
+		default:
+			if !percentileOutput.MatchString(o) {
+				bad("outputs", "unknown output %q (want count, sum, avg, min, max, histogram or pNN such as p50, p99, p999)", o)
+				continue
+			}
+			isValue = true
+		}
+		if isValue && !hasValue {
+			bad("outputs", "%q needs a value; set value: attribute:<key>", o)
+		}
+	}
+	return errs
+}
+
+// isDuration reports whether the aggregation's value is the span duration.
+func (a *AggregationConfig) isDuration() bool {
+	return a.Value == valueDuration || (a.Value == "" && a.Signal == signalSpans)
+}
+
+// outputs returns the configured outputs, or the default [count].
+func (a *AggregationConfig) outputs() []string {
+	if len(a.Outputs) == 0 {
+		return []string{outputCount}
+	}
+	return a.Outputs
+}

@@ -1,0 +1,125 @@
+package windowaggregator
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+)
+
+func loadConfig(t *testing.T, name string) *Config {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := cm.Sub(component.NewIDWithName(Type, name).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := createDefaultConfig().(*Config)
+	if err := sub.Unmarshal(cfg); err != nil {
+		t.Fatalf("unmarshal %s: %v", name, err)
+	}
+	return cfg
+}
+
+func TestDefaultsAreThoseOfTheContract(t *testing.T) {
+	cfg := loadConfig(t, "minimal")
+	if err := confmap.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Window.Size != time.Minute || cfg.Window.Slide != 0 || cfg.Watermark.MaxOutOfOrderness != 0 ||
+		cfg.Watermark.IdleTimeout != 0 || cfg.Watermark.MaxFutureSkew != 5*time.Minute || cfg.AllowedLateness != 0 ||
+		cfg.LateData.Action != "route" || cfg.MaxSeries != 10000 || cfg.Storage != nil {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	a, err := compileAggregation(0, cfg.Aggregations[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.duration || a.unit != "ms" || !a.outputs.count || a.outputs.sum || len(a.quantiles) != 0 || len(a.groupBy) != 0 {
+		t.Fatalf("aggregation defaults (value duration, unit ms, outputs [count], no group_by): %+v", a)
+	}
+}
+
+func TestFullConfigLoads(t *testing.T) {
+	cfg := loadConfig(t, "full")
+	if err := confmap.Validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Window.Slide != 15*time.Second || cfg.Storage == nil || cfg.Storage.String() != "file_storage/wa" ||
+		len(cfg.Aggregations) != 3 || cfg.Aggregations[0].Where.Attributes["http.request.method"] != "GET" {
+		t.Fatalf("full: %+v", cfg)
+	}
+	a, err := compileAggregation(0, cfg.Aggregations[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.50, 0.95, 0.99, 0.999}
+	if len(a.quantiles) != len(want) {
+		t.Fatalf("quantiles %v, want %v", a.quantiles, want)
+	}
+	for i := range want {
+		if a.quantiles[i] != want[i] {
+			t.Fatalf("quantiles %v, want %v", a.quantiles, want)
+		}
+	}
+}
+
+func TestInvalidConfigsNameKeyAndReason(t *testing.T) {
+	cases := map[string][]string{ // config name -> substrings the error must hold
+		"no_size":                    {"window.size", "> 0"},
+		"slide_too_big":              {"window.slide", "<= window.size"},
+		"slide_not_divisor":          {"window.slide", "whole multiple"},
+		"negative_lateness":          {"allowed_lateness", "negative"},
+		"negative_out_of_orderness":  {"watermark.max_out_of_orderness", "negative"},
+		"bad_action":                 {"late_data.action", `"keep"`},
+		"zero_max_series":            {"max_series", "> 0"},
+		"no_aggregations":            {"aggregations", "at least one"},
+		"no_name":                    {"aggregations[0].name", "required"},
+		"duplicate_name":             {"aggregations[1] (a).name", "unique"},
+		"bad_signal":                 {"signal", `"metrics"`},
+		"span_kind_on_logs":          {"where.span_kind", "spans only"},
+		"bad_span_kind":              {"where.span_kind", `"SERVER"`},
+		"duplicate_group_by":         {"group_by", "twice"},
+		"severity_on_spans":          {"group_by", "logs only"},
+		"span_name_on_logs":          {"group_by", "spans only"},
+		"duration_on_logs":           {"value", "spans only"},
+		"bad_value":                  {"value", `"size"`},
+		"empty_attribute_value":      {"value", "needs a key"},
+		"bad_unit":                   {"unit", `"minutes"`},
+		"unit_on_attribute":          {"unit", "duration only"},
+		"bad_output":                 {"outputs", `"median"`},
+		"value_output_without_value": {"outputs", `"p99" needs a value`},
+		"duplicate_output":           {"outputs", "twice"},
+		"bad_emit_interval":          {"emit.interval", "> 0"},
+	}
+	for name, want := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := confmap.Validate(loadConfig(t, name))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range want {
+				if !strings.Contains(err.Error(), w) {
+					t.Fatalf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEveryTestdataConfigIsCovered(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cm.ToStringMap()); n != 27 { // 2 valid + 25 invalid, each tested above
+		t.Fatalf("testdata/config.yaml holds %d configs; add the new ones to the tests", n)
+	}
+}

@@ -1,0 +1,143 @@
+package windowaggregator
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Connector instances. The collector builds one per (input, output) signal pair and hands each batch
+// to every instance for its input: the ->traces and ->logs instances, when they exist, aggregate their
+// signal and route its late data; the ->metrics instances then only deliver results.
+
+var connectorCapabilities = consumer.Capabilities{MutatesData: false}
+
+// instance is what every instance has: the shared state and, for a metrics output, its sink.
+type instance struct {
+	s    *shared
+	sink *sink
+}
+
+func (in *instance) Start(ctx context.Context, host component.Host) error {
+	return in.s.start(ctx, host)
+}
+
+func (in *instance) Shutdown(ctx context.Context) error {
+	if in.s == nil {
+		return nil
+	}
+	if in.sink != nil {
+		return in.s.shutdownSink(ctx, in.sink)
+	}
+	return in.s.release(ctx)
+}
+
+func (in *instance) Capabilities() consumer.Capabilities { return connectorCapabilities }
+
+func lateAction(cfg *Config, routed bool) string {
+	switch {
+	case cfg.LateData.Action == actionDrop:
+		return "dropped"
+	case routed:
+		return "routed"
+	}
+	return "dropped" // route, but no traces->traces or logs->logs pipeline takes it
+}
+
+type tracesToMetrics struct{ instance }
+
+func (c *tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	if c.s.lateTraces != nil {
+		return nil // the traces->traces instance aggregates this batch
+	}
+	c.s.ingestTraces(ctx, td, nil, lateAction(c.s.cfg, false))
+	return nil
+}
+
+type logsToMetrics struct{ instance }
+
+func (c *logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	if c.s.lateLogs != nil {
+		return nil // the logs->logs instance aggregates this batch
+	}
+	c.s.ingestLogs(ctx, ld, nil, lateAction(c.s.cfg, false))
+	return nil
+}
+
+type tracesToTraces struct {
+	instance
+	next consumer.Traces
+}
+
+func (c *tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	if c.s.cfg.LateData.Action == actionDrop {
+		c.s.ingestTraces(ctx, td, nil, lateAction(c.s.cfg, false))
+		return nil
+	}
+	late := newLateTraces()
+	c.s.ingestTraces(ctx, td, late, lateAction(c.s.cfg, true))
+	if late.count == 0 {
+		return nil
+	}
+	return c.next.ConsumeTraces(ctx, late.td)
+}
+
+type logsToLogs struct {
+	instance
+	next consumer.Logs
+}
+
+func (c *logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	if c.s.cfg.LateData.Action == actionDrop {
+		c.s.ingestLogs(ctx, ld, nil, lateAction(c.s.cfg, false))
+		return nil
+	}
+	late := newLateLogs()
+	c.s.ingestLogs(ctx, ld, late, lateAction(c.s.cfg, true))
+	if late.count == 0 {
+		return nil
+	}
+	return c.next.ConsumeLogs(ctx, late.ld)
+}
+
+func createTracesToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
+	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	return &tracesToMetrics{instance{s: s, sink: s.addSink(next, inputSpans)}}, nil
+}
+
+func createLogsToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {
+	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	return &logsToMetrics{instance{s: s, sink: s.addSink(next, inputLogs)}}, nil
+}
+
+func createTracesToTraces(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
+	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.lateTraces = next
+	s.mu.Unlock()
+	return &tracesToTraces{instance: instance{s: s}, next: next}, nil
+}
+
+func createLogsToLogs(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Logs, error) {
+	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.lateLogs = next
+	s.mu.Unlock()
+	return &logsToLogs{instance: instance{s: s}, next: next}, nil
+}

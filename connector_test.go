@@ -1,0 +1,287 @@
+package windowaggregator
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+func latencyConfig() *Config {
+	cfg := baseConfig()
+	cfg.AllowedLateness = 5 * time.Second
+	cfg.Aggregations = []AggregationConfig{{
+		Name: "lat", Signal: "spans", GroupBy: []string{"service.name", "span.name"},
+		Outputs: []string{"count", "sum", "avg", "min", "max", "p50", "histogram"},
+	}}
+	return cfg
+}
+
+const (
+	attrsAX = "service.name=a(Str),span.name=/x(Str)"
+	attrsAY = "service.name=a(Str),span.name=/y(Str)"
+	attrsBX = "service.name=b(Str),span.name=/x(Str)"
+)
+
+func wantPoint(t *testing.T, ps []point, metric, attrs string, start, end int64, value float64) point {
+	t.Helper()
+	var got []point
+	for _, p := range find(ps, metric, attrs) {
+		if p.start == start {
+			got = append(got, p)
+		}
+	}
+	if len(got) != 1 {
+		t.Fatalf("%s{%s}: %d points, want 1: %+v", metric, attrs, len(got), got)
+	}
+	p := got[0]
+	if p.start != start || p.end != end || math.Abs(p.value-value) > 1e-9*math.Max(1, math.Abs(value)) {
+		t.Fatalf("%s{%s}: [%d,%d) = %v, want [%d,%d) = %v", metric, attrs, p.start, p.end, p.value, start, end, value)
+	}
+	return p
+}
+
+func TestConnectorTumblingWindowsLatenessAndRouting(t *testing.T) {
+	for _, order := range []string{"metrics instance first", "traces instance first"} {
+		t.Run(order, func(t *testing.T) {
+			useFakeClock(t) // wall clock 1000 s
+			h := newConnectorHarness(t, latencyConfig(), true)
+			if order == "traces instance first" {
+				h.traces[0], h.traces[1] = h.traces[1], h.traces[0]
+			}
+			h.sendTraces(traces(
+				spanSpec{service: "a", name: "/x", end: 1, ms: 10},
+				spanSpec{service: "a", name: "/x", end: 2, ms: 30},
+				spanSpec{service: "a", name: "/y", end: 3, ms: 5},
+				spanSpec{service: "b", name: "/x", end: 4, ms: 100},
+			))
+			if n := len(h.metrics.AllMetrics()); n != 0 {
+				t.Fatalf("results before the window closed: %d batches", n)
+			}
+			h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 11, ms: 20})) // W = 11: [0,10) fires
+			ps := points(h.metrics.AllMetrics())
+			// Hand-computed from the spans above.
+			c := wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 2)
+			if c.typ != pmetric.MetricTypeSum || c.temporality != pmetric.AggregationTemporalityDelta || !c.monotonic {
+				t.Fatalf("count must be a delta monotonic sum: %+v", c)
+			}
+			if c.resource != "service.name=a(Str)" {
+				t.Fatalf("group-by values from the resource go on the output resource: %q", c.resource)
+			}
+			if sum := wantPoint(t, ps, "lat.sum", attrsAX, 0, 10, 40); sum.monotonic || sum.temporality != pmetric.AggregationTemporalityDelta {
+				t.Fatalf("sum: %+v", sum)
+			}
+			if g := wantPoint(t, ps, "lat.avg", attrsAX, 0, 10, 20); g.typ != pmetric.MetricTypeGauge {
+				t.Fatalf("avg must be a gauge: %+v", g)
+			}
+			wantPoint(t, ps, "lat.min", attrsAX, 0, 10, 10)
+			wantPoint(t, ps, "lat.max", attrsAX, 0, 10, 30)
+			if p50 := find(ps, "lat.p50", attrsAX); len(p50) != 1 || math.Abs(p50[0].value-10)/10 > 0.01 {
+				t.Fatalf("p50 of {10, 30} (rank 0) = %+v, want 10 within 1%%", p50)
+			}
+			if hp := wantPoint(t, ps, "lat.histogram", attrsAX, 0, 10, 2); hp.sum != 40 || hp.typ != pmetric.MetricTypeExponentialHistogram {
+				t.Fatalf("histogram: %+v", hp)
+			}
+			wantPoint(t, ps, "lat.count", attrsAY, 0, 10, 1)
+			wantPoint(t, ps, "lat.sum", attrsBX, 0, 10, 100)
+
+			// Within allowed_lateness (W = 11 < 10 + 5): a late firing with deltas and corrected values.
+			h.metrics.Reset()
+			h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 5, ms: 50}))
+			ps = points(h.metrics.AllMetrics())
+			wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 1)
+			wantPoint(t, ps, "lat.sum", attrsAX, 0, 10, 50)
+			wantPoint(t, ps, "lat.avg", attrsAX, 0, 10, 30) // (10+30+50)/3
+			wantPoint(t, ps, "lat.min", attrsAX, 0, 10, 10)
+			wantPoint(t, ps, "lat.max", attrsAX, 0, 10, 50)
+			if hp := wantPoint(t, ps, "lat.histogram", attrsAX, 0, 10, 1); hp.sum != 50 {
+				t.Fatalf("late histogram must hold the late record alone: %+v", hp)
+			}
+			if len(find(ps, "lat.count", attrsAY)) != 0 {
+				t.Fatal("a series without late records fired again")
+			}
+			if h.lateTraces.SpanCount() != 0 {
+				t.Fatal("a record within allowed_lateness was routed as late")
+			}
+
+			// Beyond allowed_lateness: routed with its reason; invalid and future too.
+			h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 16, ms: 1})) // W = 16 >= 15
+			h.metrics.Reset()
+			h.sendTraces(traces(
+				spanSpec{service: "a", name: "/x", end: 6, ms: 7, attrs: map[string]any{"k": "v"}},
+				spanSpec{service: "a", name: "/x", end: 0},
+				spanSpec{service: "b", name: "/x", end: 1000 + 5*60 + 1, ms: 1},
+			))
+			if len(h.metrics.AllMetrics()) != 0 {
+				t.Fatal("late, invalid or future records changed results")
+			}
+			got := map[string]int{}
+			var expired ptrace.Span
+			for _, td := range h.lateTraces.AllTraces() {
+				rss := td.ResourceSpans()
+				for i := 0; i < rss.Len(); i++ {
+					spans := rss.At(i).ScopeSpans().At(0).Spans()
+					for j := 0; j < spans.Len(); j++ {
+						r, _ := spans.At(j).Attributes().Get(attrLateReason)
+						got[r.Str()]++
+						if r.Str() == reasonExpired {
+							expired = spans.At(j)
+						}
+					}
+				}
+			}
+			if got[reasonExpired] != 1 || got[reasonInvalid] != 1 || got[reasonFuture] != 1 || len(got) != 3 {
+				t.Fatalf("routed by reason: %v, want one each of expired, invalid, future", got)
+			}
+			if w, _ := expired.Attributes().Get(attrWatermark); w.Int() != 16*s {
+				t.Fatalf("watermark attribute %v, want %d", w.AsRaw(), 16*s)
+			}
+			if k, _ := expired.Attributes().Get("k"); k.Str() != "v" || expired.Name() != "/x" {
+				t.Fatal("the routed span lost its own data")
+			}
+			// Telemetry: 4+1 on time, 1 late-updated, 1+... aggregated; 3 routed.
+			wantCounter(t, h.tel, "otelcol_window_aggregator_late_records", map[string]string{"reason": "expired", "action": "routed"}, 1)
+			wantCounter(t, h.tel, "otelcol_window_aggregator_late_records", map[string]string{"reason": "invalid", "action": "routed"}, 1)
+			wantCounter(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": "aggregated"}, 6)
+			wantCounter(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": "late_updated"}, 1)
+		})
+	}
+}
+
+func TestInputIsNotMutated(t *testing.T) {
+	useFakeClock(t)
+	h := newConnectorHarness(t, latencyConfig(), true)
+	td := traces(spanSpec{service: "a", name: "/x", end: 1, ms: 1}, spanSpec{service: "a", name: "/x", end: 0})
+	before := ptrace.NewTraces()
+	td.CopyTo(before)
+	td.MarkReadOnly() // the collector marks shared data read-only: any write would panic
+	h.sendTraces(td)
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 30, ms: 1}))
+	if td.SpanCount() != before.SpanCount() {
+		t.Fatal("input changed")
+	}
+}
+
+func TestSlidingWindowsThroughTheConnector(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Window.Size, cfg.Window.Slide = 20*time.Second, 10*time.Second
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", Outputs: []string{"count", "max"}}}
+	h := newConnectorHarness(t, cfg, false)
+	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 5, ms: 1}, spanSpec{service: "a", name: "x", end: 15, ms: 3}))
+	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 40, ms: 2})) // W = 40: windows ending 10, 20, 30 fire
+	ps := points(h.metrics.AllMetrics())
+	// t=5 in [-10,10) and [0,20); t=15 in [0,20) and [10,30).
+	wantPoint(t, ps, "n.count", "", -10, 10, 1)
+	wantPoint(t, ps, "n.count", "", 0, 20, 2)
+	wantPoint(t, ps, "n.count", "", 10, 30, 1)
+	if mx := find(ps, "n.max", ""); len(mx) != 3 || mx[1].value != 3 {
+		t.Fatalf("max per window: %+v", mx)
+	}
+}
+
+func TestOverflowSeriesThroughTheConnector(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.MaxSeries = 2
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"span.name"}}}
+	h := newConnectorHarness(t, cfg, false)
+	h.sendTraces(traces(
+		spanSpec{service: "a", name: "p", end: 1}, spanSpec{service: "a", name: "q", end: 1},
+		spanSpec{service: "a", name: "r", end: 1}, spanSpec{service: "a", name: "s", end: 2}, spanSpec{service: "a", name: "p", end: 2},
+	))
+	h.sendTraces(traces(spanSpec{service: "a", name: "p", end: 10}))
+	ps := points(h.metrics.AllMetrics())
+	wantPoint(t, ps, "n.count", "span.name=p(Str)", 0, 10, 2)
+	wantPoint(t, ps, "n.count", "span.name=q(Str)", 0, 10, 1)
+	wantPoint(t, ps, "n.count", "otel.metric.overflow=true(Bool)", 0, 10, 2)
+	if len(ps) != 3 {
+		t.Fatalf("want 3 points (p, q, overflow), got %+v", ps)
+	}
+}
+
+func TestLogsWithNumericAttributeAndSeverity(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{{
+		Name: "bytes", Signal: "logs", GroupBy: []string{"severity.text", "tenant"}, Value: "attribute:size",
+		Outputs: []string{"count", "sum", "max"},
+	}}
+	h := newConnectorHarness(t, cfg, true)
+	h.sendLogs(logs(
+		logSpec{service: "a", ts: 1, severity: "ERROR", attrs: map[string]any{"size": 100, "tenant": int64(7)}},
+		logSpec{service: "a", ts: 2, severity: "ERROR", attrs: map[string]any{"size": 2.5, "tenant": int64(7)}},
+		logSpec{service: "a", ts: 3, severity: "ERROR", attrs: map[string]any{"size": "40", "tenant": int64(7)}},
+		logSpec{service: "a", ts: 4, severity: "ERROR", attrs: map[string]any{"size": "big", "tenant": int64(7)}},
+		logSpec{service: "a", observed: 5, severity: "INFO", attrs: map[string]any{"size": 1}}, // no timestamp: observed
+		logSpec{service: "a", severity: "INFO"}, // neither: invalid
+	))
+	h.sendLogs(logs(logSpec{service: "a", ts: 10, severity: "INFO"}))
+	ps := points(h.metrics.AllMetrics())
+	const errT7 = "severity.text=ERROR(Str),tenant=7(Int)"
+	wantPoint(t, ps, "bytes.count", errT7, 0, 10, 4) // "big" is counted, without a value
+	wantPoint(t, ps, "bytes.sum", errT7, 0, 10, 142.5)
+	wantPoint(t, ps, "bytes.max", errT7, 0, 10, 100)
+	wantPoint(t, ps, "bytes.count", "severity.text=INFO(Str)", 0, 10, 1) // tenant absent: left out
+	if h.lateLogs.LogRecordCount() != 1 {
+		t.Fatalf("the log without timestamps should be routed: %d routed", h.lateLogs.LogRecordCount())
+	}
+	wantCounter(t, h.tel, "otelcol_window_aggregator_values_missing", map[string]string{"reason": "not_numeric"}, 1)
+}
+
+func TestDropActionCountsAndDropsLateData(t *testing.T) {
+	useFakeClock(t)
+	cfg := latencyConfig()
+	cfg.LateData.Action = "drop"
+	h := newConnectorHarness(t, cfg, true)
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 30, ms: 1}))
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 1}, spanSpec{service: "a", name: "/x"}))
+	if h.lateTraces.SpanCount() != 0 {
+		t.Fatal("late data routed with action drop")
+	}
+	wantCounter(t, h.tel, "otelcol_window_aggregator_late_records", map[string]string{"reason": "expired", "action": "dropped"}, 1)
+	wantCounter(t, h.tel, "otelcol_window_aggregator_late_records", map[string]string{"reason": "invalid", "action": "dropped"}, 1)
+}
+
+func TestShutdownWithoutStorageFiresOpenWindows(t *testing.T) {
+	useFakeClock(t)
+	h := newConnectorHarness(t, latencyConfig(), true)
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10}, spanSpec{service: "a", name: "/x", end: 9, ms: 20}))
+	h.sendTraces(traces(spanSpec{service: "b", name: "/x", end: 13, ms: 20})) // W = 13: [0,10) fires
+	h.metrics.Reset()
+	h.shutdown() // [10,20) is open: it fires as it stands
+	ps := points(h.metrics.AllMetrics())
+	wantPoint(t, ps, "lat.count", attrsBX, 10, 20, 1)
+	if len(find(ps, "lat.count", attrsAX)) != 0 {
+		t.Fatal("a window fired twice")
+	}
+}
+
+func TestIdleTimeoutFiresOnTheTicker(t *testing.T) {
+	clk := useFakeClock(t)
+	cfg := latencyConfig()
+	cfg.Watermark.IdleTimeout = 30 * time.Second
+	h := newConnectorHarness(t, cfg, false)
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10}))
+	clk.Advance(31 * time.Second)
+	lookup(t).emitter.emit(context.Background(), false) // what the ticker does
+	wantPoint(t, points(h.metrics.AllMetrics()), "lat.count", attrsAX, 0, 10, 1)
+}
+
+// lookup returns the shared state of the default id.
+func lookup(t *testing.T) *shared {
+	t.Helper()
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	for _, st := range registry {
+		return st
+	}
+	t.Fatal("no shared state")
+	return nil
+}
+
+var _ = pcommon.NewMap

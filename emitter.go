@@ -1,0 +1,169 @@
+package windowaggregator
+
+import (
+	"context"
+	"sync"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
+)
+
+// Which records a metrics output takes results for.
+const (
+	inputSpans = iota
+	inputLogs
+	inputAny // the processor form in a metrics pipeline
+)
+
+// sink is one metrics output: the consumer behind a connector's traces->metrics or logs->metrics
+// instance, or the rest of the metrics pipeline behind the processor.
+type sink struct {
+	next    consumer.Metrics
+	input   int
+	stopped bool // its instance has shut down: send nothing more
+}
+
+// pendingBatch is a result batch kept for retry after its sink failed.
+type pendingBatch struct {
+	to     *sink
+	md     pmetric.Metrics
+	points int
+}
+
+// emitter takes results out of the engine, turns them into pdata and sends them to the sinks, keeping
+// those that failed with a retryable error for the next flush, up to emit.max_pending batches.
+type emitter struct {
+	mu       sync.Mutex
+	s        *shared
+	builders [2]*metricsBuilder // per input signal of the aggregation
+	queue    []pendingBatch
+	queued   int // len(queue), readable without mu by the telemetry callback
+	qmu      sync.Mutex
+}
+
+func (em *emitter) pendingBatches() int {
+	em.qmu.Lock()
+	defer em.qmu.Unlock()
+	return em.queued
+}
+
+// emit collects what the engine has fired and sends it. From the ingest path it gives way (returns at
+// once) when another emission is under way; the ticker and shutdown wait.
+func (em *emitter) emit(ctx context.Context, fromIngest bool) {
+	if fromIngest {
+		if !em.mu.TryLock() {
+			return
+		}
+	} else {
+		em.mu.Lock()
+	}
+	defer em.mu.Unlock()
+	em.s.engine.Collect(em.s.engine.Now(), em.add)
+	em.sendLocked(ctx)
+}
+
+// fireAll fires every open window as it stands and sends the results: shutdown without storage.
+func (em *emitter) fireAll(ctx context.Context) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	em.s.engine.FireAll(em.add)
+	em.sendLocked(ctx)
+}
+
+func (em *emitter) add(r *stream.Result) {
+	em.builders[signalIndex(em.s.aggs[r.Agg].signal)].add(r)
+}
+
+func signalIndex(signal string) int {
+	if signal == signalLogs {
+		return inputLogs
+	}
+	return inputSpans
+}
+
+// sendLocked retries the queue, then sends what the builders hold.
+func (em *emitter) sendLocked(ctx context.Context) {
+	s := em.s
+	s.tel.recordFirings(ctx, s.engine.Stats())
+	queue := em.queue
+	em.queue = nil
+	for _, p := range queue {
+		em.send(ctx, p.to, p.md, p.points)
+	}
+	for input, b := range em.builders {
+		if b.points == 0 {
+			continue
+		}
+		md, n := b.take()
+		targets := s.sinksFor(input)
+		if len(targets) == 0 {
+			s.tel.pointsDropped.Add(ctx, int64(n), reasonAttr("no_metrics_pipeline"))
+			continue
+		}
+		for i, to := range targets {
+			out := md
+			if i < len(targets)-1 { // every consumer gets data of its own
+				out = pmetric.NewMetrics()
+				md.CopyTo(out)
+			}
+			em.send(ctx, to, out, n)
+		}
+	}
+	em.qmu.Lock()
+	em.queued = len(em.queue)
+	em.qmu.Unlock()
+}
+
+// send delivers one batch, queueing it on a retryable error.
+func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, points int) {
+	s := em.s
+	if to.stopped {
+		s.tel.pointsDropped.Add(ctx, int64(points), reasonAttr("shutdown"))
+		return
+	}
+	err := to.next.ConsumeMetrics(ctx, md)
+	if err == nil {
+		return
+	}
+	if consumererror.IsPermanent(err) {
+		s.tel.emitFailures.Add(ctx, 1, reasonAttr("permanent"))
+		s.tel.pointsDropped.Add(ctx, int64(points), reasonAttr("permanent_error"))
+		s.logger.Error("Dropping window results: the metrics consumer rejected them permanently", zap.Int("data_points", points), zap.Error(err))
+		return
+	}
+	s.tel.emitFailures.Add(ctx, 1, reasonAttr("retryable"))
+	if len(em.queue) >= s.cfg.Emit.MaxPending {
+		oldest := em.queue[0]
+		em.queue = em.queue[1:]
+		s.tel.pointsDropped.Add(ctx, int64(oldest.points), reasonAttr("queue_full"))
+		s.logger.Warn("Dropping the oldest window results kept for retry: emit.max_pending reached", zap.Int("data_points", oldest.points))
+	}
+	em.queue = append(em.queue, pendingBatch{to: to, md: md, points: points})
+	s.logger.Warn("Window results not delivered; keeping them for the next flush", zap.Int("data_points", points), zap.Error(err))
+}
+
+// stopSink makes a final delivery attempt of the sink's queued batches and stops sending to it.
+func (em *emitter) stopSink(ctx context.Context, to *sink) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	queue := em.queue
+	em.queue = nil
+	for _, p := range queue {
+		if p.to != to {
+			em.queue = append(em.queue, p)
+			continue
+		}
+		if err := to.next.ConsumeMetrics(ctx, p.md); err != nil {
+			em.s.tel.pointsDropped.Add(ctx, int64(p.points), reasonAttr("shutdown"))
+			em.s.logger.Error("Dropping window results at shutdown: the metrics consumer failed", zap.Int("data_points", p.points), zap.Error(err))
+		}
+	}
+	to.stopped = true
+	em.qmu.Lock()
+	em.queued = len(em.queue)
+	em.qmu.Unlock()
+}

@@ -1,0 +1,321 @@
+package windowaggregator
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+const s = int64(time.Second)
+
+// useFakeClock makes engines created by the test read a fake clock at wall time 1000 s.
+func useFakeClock(t *testing.T) *clock.Fake {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	testClock = clk
+	t.Cleanup(func() { testClock = nil })
+	return clk
+}
+
+// baseConfig is a tumbling 10 s window whose ticker never fires within a test.
+func baseConfig() *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Window.Size = 10 * time.Second
+	cfg.Emit.Interval = time.Hour
+	return cfg
+}
+
+// connectorHarness is every connector instance of one id, wired to sinks, fed the way the collector
+// feeds them: each batch to every instance of its signal.
+type connectorHarness struct {
+	t                  *testing.T
+	metrics            *consumertest.MetricsSink
+	lateTraces         *consumertest.TracesSink
+	lateLogs           *consumertest.LogsSink
+	t2m, t2t, l2m, l2l component.Component
+	traces             []func(context.Context, ptrace.Traces) error
+	logs               []func(context.Context, plog.Logs) error
+	tel                *componenttest.Telemetry
+}
+
+func newConnectorHarness(t *testing.T, cfg *Config, withLate bool) *connectorHarness {
+	t.Helper()
+	return newHarnessWith(t, cfg, withLate, new(consumertest.MetricsSink))
+}
+
+// newConnectorHarnessTo wires the metrics output to next, without late outputs.
+func newConnectorHarnessTo(t *testing.T, cfg *Config, next consumer.Metrics) *connectorHarness {
+	t.Helper()
+	return newHarnessWith(t, cfg, false, next)
+}
+
+func newHarnessWith(t *testing.T, cfg *Config, withLate bool, next consumer.Metrics) *connectorHarness {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h := &connectorHarness{t: t, lateTraces: new(consumertest.TracesSink),
+		lateLogs: new(consumertest.LogsSink), tel: componenttest.NewTelemetry()}
+	if sink, ok := next.(*consumertest.MetricsSink); ok {
+		h.metrics = sink
+	}
+	f := NewConnectorFactory()
+	set := connectortest.NewNopSettings(Type)
+	set.TelemetrySettings = h.tel.NewTelemetrySettings()
+	ctx := context.Background()
+	t2m, err := f.CreateTracesToMetrics(ctx, set, cfg, next)
+	must(t, err)
+	l2m, err := f.CreateLogsToMetrics(ctx, set, cfg, next)
+	must(t, err)
+	h.t2m, h.l2m = t2m, l2m
+	h.traces = append(h.traces, t2m.ConsumeTraces)
+	h.logs = append(h.logs, l2m.ConsumeLogs)
+	all := []component.Component{t2m, l2m}
+	if withLate {
+		t2t, err := f.CreateTracesToTraces(ctx, set, cfg, h.lateTraces)
+		must(t, err)
+		l2l, err := f.CreateLogsToLogs(ctx, set, cfg, h.lateLogs)
+		must(t, err)
+		h.t2t, h.l2l = t2t, l2l
+		// The metrics instance is handed each batch first in half the cases the collector builds; here
+		// it is always first, and the tests with late data also run the other order.
+		h.traces = append(h.traces, t2t.ConsumeTraces)
+		h.logs = append(h.logs, l2l.ConsumeLogs)
+		all = append(all, t2t, l2l)
+	}
+	for _, c := range all {
+		must(t, c.Start(ctx, componenttest.NewNopHost()))
+	}
+	t.Cleanup(func() { h.shutdown() })
+	return h
+}
+
+func (h *connectorHarness) shutdown() {
+	for _, c := range []component.Component{h.t2t, h.l2l, h.t2m, h.l2m} {
+		if c != nil {
+			must(h.t, c.Shutdown(context.Background()))
+		}
+	}
+	h.t2t, h.l2l, h.t2m, h.l2m = nil, nil, nil, nil
+}
+
+func (h *connectorHarness) sendTraces(td ptrace.Traces) {
+	h.t.Helper()
+	for _, c := range h.traces {
+		must(h.t, c(context.Background(), td))
+	}
+}
+
+func (h *connectorHarness) sendLogs(ld plog.Logs) {
+	h.t.Helper()
+	for _, c := range h.logs {
+		must(h.t, c(context.Background(), ld))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+var _ connector.Traces = (*tracesToMetrics)(nil)
+
+// spanSpec is one span: resource service, name, end time in seconds, duration in ms.
+type spanSpec struct {
+	service string
+	name    string
+	end     float64 // seconds; 0: no timestamp
+	ms      float64
+	attrs   map[string]any
+	kind    ptrace.SpanKind
+}
+
+func traces(specs ...spanSpec) ptrace.Traces {
+	td := ptrace.NewTraces()
+	byService := map[string]ptrace.SpanSlice{}
+	for _, sp := range specs {
+		spans, ok := byService[sp.service]
+		if !ok {
+			rs := td.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr("service.name", sp.service)
+			spans = rs.ScopeSpans().AppendEmpty().Spans()
+			byService[sp.service] = spans
+		}
+		span := spans.AppendEmpty()
+		span.SetName(sp.name)
+		span.SetKind(sp.kind)
+		if sp.end != 0 {
+			end := int64(sp.end * float64(s))
+			span.SetEndTimestamp(pcommon.Timestamp(end))
+			span.SetStartTimestamp(pcommon.Timestamp(end - int64(sp.ms*1e6)))
+		}
+		if err := span.Attributes().FromRaw(sp.attrs); err != nil {
+			panic(err)
+		}
+	}
+	return td
+}
+
+// logSpec is one log record: resource service, time in seconds, attributes.
+type logSpec struct {
+	service  string
+	ts       float64
+	observed float64
+	severity string
+	attrs    map[string]any
+}
+
+func logs(specs ...logSpec) plog.Logs {
+	ld := plog.NewLogs()
+	for _, l := range specs {
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutStr("service.name", l.service)
+		lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		lr.SetTimestamp(pcommon.Timestamp(int64(l.ts * float64(s))))
+		lr.SetObservedTimestamp(pcommon.Timestamp(int64(l.observed * float64(s))))
+		lr.SetSeverityText(l.severity)
+		if err := lr.Attributes().FromRaw(l.attrs); err != nil {
+			panic(err)
+		}
+	}
+	return ld
+}
+
+// point is a flattened data point of any type, for comparisons.
+type point struct {
+	metric      string
+	typ         pmetric.MetricType
+	start, end  int64  // seconds
+	attrs       string // sorted k=v
+	resource    string
+	value       float64 // int or double value, histogram count
+	sum         float64 // histogram sum
+	temporality pmetric.AggregationTemporality
+	monotonic   bool
+}
+
+func attrString(m pcommon.Map) string {
+	var kv []string
+	m.Range(func(k string, v pcommon.Value) bool {
+		kv = append(kv, fmt.Sprintf("%s=%s(%s)", k, v.AsString(), v.Type()))
+		return true
+	})
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}
+
+// points flattens every data point the sink received.
+func points(all []pmetric.Metrics) []point {
+	var out []point
+	for _, md := range all {
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			rm := md.ResourceMetrics().At(i)
+			res := attrString(rm.Resource().Attributes())
+			for j := 0; j < rm.ScopeMetrics().Len(); j++ {
+				ms := rm.ScopeMetrics().At(j).Metrics()
+				for k := 0; k < ms.Len(); k++ {
+					m := ms.At(k)
+					base := point{metric: m.Name(), typ: m.Type(), resource: res}
+					switch m.Type() {
+					case pmetric.MetricTypeSum:
+						base.temporality, base.monotonic = m.Sum().AggregationTemporality(), m.Sum().IsMonotonic()
+						out = appendNumber(out, base, m.Sum().DataPoints())
+					case pmetric.MetricTypeGauge:
+						out = appendNumber(out, base, m.Gauge().DataPoints())
+					case pmetric.MetricTypeExponentialHistogram:
+						base.temporality = m.ExponentialHistogram().AggregationTemporality()
+						dps := m.ExponentialHistogram().DataPoints()
+						for d := 0; d < dps.Len(); d++ {
+							dp := dps.At(d)
+							p := base
+							p.start, p.end = int64(dp.StartTimestamp())/s, int64(dp.Timestamp())/s
+							p.attrs = attrString(dp.Attributes())
+							p.value, p.sum = float64(dp.Count()), dp.Sum()
+							out = append(out, p)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func appendNumber(out []point, base point, dps pmetric.NumberDataPointSlice) []point {
+	for d := 0; d < dps.Len(); d++ {
+		dp := dps.At(d)
+		p := base
+		p.start, p.end = int64(dp.StartTimestamp())/s, int64(dp.Timestamp())/s
+		p.attrs = attrString(dp.Attributes())
+		if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+			p.value = float64(dp.IntValue())
+		} else {
+			p.value = dp.DoubleValue()
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// find returns the points of one metric with exactly these attributes, in arrival order.
+func find(ps []point, metric, attrs string) []point {
+	var out []point
+	for _, p := range ps {
+		if p.metric == metric && p.attrs == attrs {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// wantCounter asserts the value of an int64 counter's data point with exactly these attributes.
+func wantCounter(t *testing.T, tel *componenttest.Telemetry, name string, attrs map[string]string, want int64) {
+	t.Helper()
+	if got := counterValue(t, tel, name, attrs); got != want {
+		t.Fatalf("%s%v = %d, want %d", name, attrs, got, want)
+	}
+}
+
+func counterValue(t *testing.T, tel *componenttest.Telemetry, name string, attrs map[string]string) int64 {
+	t.Helper()
+	m, err := tel.GetMetric(name)
+	if err != nil {
+		return 0
+	}
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("%s is a %T, want an int64 sum", name, m.Data)
+	}
+	var total int64
+	for _, dp := range sum.DataPoints {
+		match := dp.Attributes.Len() == len(attrs)
+		for k, v := range attrs {
+			if got, ok := dp.Attributes.Value(attribute.Key(k)); !ok || got.AsString() != v {
+				match = false
+			}
+		}
+		if match {
+			total += dp.Value
+		}
+	}
+	return total
+}

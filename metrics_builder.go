@@ -1,0 +1,266 @@
+package windowaggregator
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/windowaggregator/windowaggregator/processor/serieskey"
+	"github.com/windowaggregator/windowaggregator/processor/stream"
+)
+
+const (
+	scopeName       = "github.com/windowaggregator/windowaggregator"
+	overflowAttrKey = "otel.metric.overflow"
+)
+
+// metricsBuilder turns engine results into pdata: one metric per output named <name>.<output>, data
+// points stamped with the window, attributes from the series key, and one ResourceMetrics per distinct
+// set of group-by values read from the resource.
+type metricsBuilder struct {
+	aggs    []*aggregation
+	groupBy [][]string
+	version string
+
+	md      pmetric.Metrics
+	points  int
+	scopes  map[string]pmetric.ScopeMetrics // by the resource part of the series key
+	metrics map[metricID]pmetric.Metric
+	resKey  serieskey.Builder
+	decoded []serieskey.Value
+	counts  []uint64
+}
+
+type metricID struct {
+	resource string
+	agg      int
+	output   string
+}
+
+func newMetricsBuilder(aggs []*aggregation, cfgs []AggregationConfig, version string) *metricsBuilder {
+	b := &metricsBuilder{aggs: aggs, version: version}
+	for _, c := range cfgs {
+		b.groupBy = append(b.groupBy, c.GroupBy)
+	}
+	b.reset()
+	return b
+}
+
+func (b *metricsBuilder) reset() {
+	b.md = pmetric.NewMetrics()
+	b.points = 0
+	b.scopes = map[string]pmetric.ScopeMetrics{}
+	b.metrics = map[metricID]pmetric.Metric{}
+}
+
+// take returns the metrics built so far and starts afresh.
+func (b *metricsBuilder) take() (pmetric.Metrics, int) {
+	md, n := b.md, b.points
+	b.reset()
+	return md, n
+}
+
+// add appends one result's data points.
+func (b *metricsBuilder) add(r *stream.Result) {
+	a := b.aggs[r.Agg]
+	b.decoded = b.decoded[:0]
+	b.resKey.Reset()
+	if !r.Overflow {
+		// Keys come from this component's own builder: a decoding error cannot happen short of memory
+		// corruption or a checkpoint from another build, whose results are then emitted without
+		// attributes rather than lost.
+		_ = serieskey.Decode(r.Key, func(_ int, v serieskey.Value) {
+			b.decoded = append(b.decoded, v)
+			if v.Source == serieskey.Resource {
+				appendKeyValue(&b.resKey, v)
+			}
+		})
+	}
+	resource := string(b.resKey.Key())
+	sm := b.scope(resource, r.Agg)
+	start, end := pcommon.Timestamp(r.Start), pcommon.Timestamp(r.End)
+	attrs := func(m pcommon.Map) {
+		if r.Overflow {
+			m.PutBool(overflowAttrKey, true)
+			return
+		}
+		b.putAttributes(m, r.Agg)
+	}
+	o := &a.outputs
+	if o.count {
+		m := b.metric(sm, resource, r.Agg, outputCount, a)
+		dp := m.Sum().DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(end)
+		dp.SetIntValue(int64(r.Count))
+		attrs(dp.Attributes())
+		b.points++
+	}
+	if o.sum {
+		b.gaugeOrSum(sm, resource, r.Agg, outputSum, a, start, end, r.Sum, attrs)
+	}
+	if r.WindowValueCount > 0 {
+		if o.avg {
+			b.gaugeOrSum(sm, resource, r.Agg, outputAvg, a, start, end, r.Avg, attrs)
+		}
+		if o.min {
+			b.gaugeOrSum(sm, resource, r.Agg, outputMin, a, start, end, r.Min, attrs)
+		}
+		if o.max {
+			b.gaugeOrSum(sm, resource, r.Agg, outputMax, a, start, end, r.Max, attrs)
+		}
+		for i, name := range o.quantileNames {
+			b.gaugeOrSum(sm, resource, r.Agg, name, a, start, end, r.Quantiles[i], attrs)
+		}
+	}
+	if o.histogram && r.Hist != nil {
+		m := b.metric(sm, resource, r.Agg, outputHistogram, a)
+		dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
+		dp.SetStartTimestamp(start)
+		dp.SetTimestamp(end)
+		h := r.Hist
+		dp.SetCount(h.Count())
+		dp.SetSum(h.Sum())
+		if h.Count() > 0 {
+			dp.SetMin(h.Min())
+			dp.SetMax(h.Max())
+		}
+		dp.SetScale(h.Scale())
+		dp.SetZeroCount(h.ZeroCount())
+		b.counts = h.AppendPositiveCounts(b.counts[:0])
+		dp.Positive().SetOffset(h.PositiveOffset())
+		dp.Positive().BucketCounts().FromRaw(b.counts)
+		b.counts = h.AppendNegativeCounts(b.counts[:0])
+		dp.Negative().SetOffset(h.NegativeOffset())
+		dp.Negative().BucketCounts().FromRaw(b.counts)
+		attrs(dp.Attributes())
+		b.points++
+	}
+}
+
+func (b *metricsBuilder) gaugeOrSum(sm pmetric.ScopeMetrics, resource string, agg int, output string, a *aggregation,
+	start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) {
+	m := b.metric(sm, resource, agg, output, a)
+	var dp pmetric.NumberDataPoint
+	if m.Type() == pmetric.MetricTypeSum {
+		dp = m.Sum().DataPoints().AppendEmpty()
+	} else {
+		dp = m.Gauge().DataPoints().AppendEmpty()
+	}
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(end)
+	dp.SetDoubleValue(v)
+	attrs(dp.Attributes())
+	b.points++
+}
+
+// putAttributes sets the decoded group-by values under their keys, with their types.
+func (b *metricsBuilder) putAttributes(m pcommon.Map, agg int) {
+	names := b.groupBy[agg]
+	for i, v := range b.decoded {
+		if i < len(names) {
+			putValue(m, names[i], v)
+		}
+	}
+}
+
+func putValue(m pcommon.Map, k string, v serieskey.Value) {
+	switch v.Kind {
+	case serieskey.Str:
+		m.PutStr(k, v.Str)
+	case serieskey.Int:
+		m.PutInt(k, v.Int)
+	case serieskey.Double:
+		m.PutDouble(k, v.Double)
+	case serieskey.Bool:
+		m.PutBool(k, v.Bool)
+	case serieskey.Bytes:
+		m.PutEmptyBytes(k).FromRaw([]byte(v.Str))
+	}
+}
+
+func appendKeyValue(b *serieskey.Builder, v serieskey.Value) {
+	switch v.Kind {
+	case serieskey.Str:
+		b.Str(v.Source, v.Str)
+	case serieskey.Int:
+		b.Int(v.Source, v.Int)
+	case serieskey.Double:
+		b.Double(v.Source, v.Double)
+	case serieskey.Bool:
+		b.Bool(v.Source, v.Bool)
+	case serieskey.Bytes:
+		b.Bytes(v.Source, []byte(v.Str))
+	}
+}
+
+// scope returns the ScopeMetrics for the resource part of a series key, creating the resource with
+// those values as attributes.
+func (b *metricsBuilder) scope(resource string, agg int) pmetric.ScopeMetrics {
+	if sm, ok := b.scopes[resource]; ok {
+		return sm
+	}
+	rm := b.md.ResourceMetrics().AppendEmpty()
+	names := b.groupBy[agg]
+	for i, v := range b.decoded {
+		if v.Source == serieskey.Resource && i < len(names) {
+			putValue(rm.Resource().Attributes(), names[i], v)
+		}
+	}
+	sm := rm.ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(scopeName)
+	sm.Scope().SetVersion(b.version)
+	b.scopes[resource] = sm
+	return sm
+}
+
+// metric returns the metric for one output of one aggregation under one resource.
+func (b *metricsBuilder) metric(sm pmetric.ScopeMetrics, resource string, agg int, output string, a *aggregation) pmetric.Metric {
+	id := metricID{resource: resource, agg: agg, output: output}
+	if m, ok := b.metrics[id]; ok {
+		return m
+	}
+	m := sm.Metrics().AppendEmpty()
+	m.SetName(a.name + "." + output)
+	switch output {
+	case outputCount:
+		m.SetUnit("{" + recordUnit(a.signal) + "}")
+		m.SetDescription("Records in the window (a late firing carries only the late records).")
+		s := m.SetEmptySum()
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		s.SetIsMonotonic(true)
+	case outputSum:
+		m.SetUnit(a.unit)
+		m.SetDescription("Sum of the values in the window (a late firing carries only the late records).")
+		s := m.SetEmptySum()
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	case outputHistogram:
+		m.SetUnit(a.unit)
+		m.SetDescription("Exponential histogram of the values in the window (a late firing carries only the late records).")
+		m.SetEmptyExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	default:
+		m.SetUnit(a.unit)
+		m.SetDescription(gaugeDescription(output))
+		m.SetEmptyGauge()
+	}
+	b.metrics[id] = m
+	return m
+}
+
+func recordUnit(signal string) string {
+	if signal == signalLogs {
+		return "log"
+	}
+	return "span"
+}
+
+func gaugeDescription(output string) string {
+	switch output {
+	case outputAvg:
+		return "Mean of the values in the window."
+	case outputMin:
+		return "Least value in the window."
+	case outputMax:
+		return "Greatest value in the window."
+	}
+	return "Percentile " + output + " of the values in the window, within 1% relative error."
+}

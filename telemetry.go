@@ -1,0 +1,122 @@
+package windowaggregator
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
+)
+
+// telemetry is the component's self-telemetry, made through the component's MeterProvider. The names
+// are listed in the README.
+type telemetry struct {
+	records          metric.Int64Counter // records by outcome
+	late             metric.Int64Counter // late, future and invalid records by reason and action
+	valuesMissing    metric.Int64Counter // records counted without a value, by reason
+	overflowRecords  metric.Int64Counter
+	windowsFired     metric.Int64Counter
+	lateFirings      metric.Int64Counter
+	emitFailures     metric.Int64Counter // failed sends by kind: retryable, permanent
+	pointsDropped    metric.Int64Counter // result data points dropped, by reason
+	checkpoints      metric.Int64Counter // checkpoint outcomes
+	activeSeries     metric.Int64ObservableGauge
+	overflowActive   metric.Int64ObservableGauge
+	watermarkLag     metric.Float64ObservableGauge
+	pendingBatches   metric.Int64ObservableGauge
+	registration     metric.Registration
+	lastFired        uint64
+	lastLateFired    uint64
+	lastOverflowSeen uint64
+}
+
+// Outcome and reason attribute values.
+var (
+	attrOutcomeAggregated  = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "aggregated")))
+	attrOutcomeLateUpdated = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "late_updated")))
+	attrOutcomeLate        = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "late")))
+	attrOutcomeUnmatched   = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "unmatched")))
+)
+
+func lateAttrs(reason, action string) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason), attribute.String("action", action)))
+}
+
+func reasonAttr(reason string) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
+}
+
+func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
+	m := mp.Meter("github.com/windowaggregator/windowaggregator")
+	t := &telemetry{}
+	var err, e error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, e := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		err = errors.Join(err, e)
+		return c
+	}
+	t.records = counter("otelcol_window_aggregator_records", "{record}", "Records seen, by outcome: aggregated (on time), late_updated (added within allowed_lateness), late (expired, future or invalid), unmatched (no aggregation selects them).")
+	t.late = counter("otelcol_window_aggregator_late_records", "{record}", "Records not aggregated, by reason (expired, future, invalid) and action (routed, dropped, passed).")
+	t.valuesMissing = counter("otelcol_window_aggregator_values_missing", "{record}", "Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start).")
+	t.overflowRecords = counter("otelcol_window_aggregator_overflow_records", "{record}", "Record aggregations that went to an overflow series because max_series was reached.")
+	t.windowsFired = counter("otelcol_window_aggregator_windows_fired", "{window}", "Window results emitted (first firings), one per series and window.")
+	t.lateFirings = counter("otelcol_window_aggregator_late_firings", "{window}", "Late firings: windows emitted again after records arrived within allowed_lateness.")
+	t.emitFailures = counter("otelcol_window_aggregator_emit_failures", "{request}", "Sends of results to the metrics consumer that failed, by kind (retryable, permanent).")
+	t.pointsDropped = counter("otelcol_window_aggregator_dropped_points", "{datapoint}", "Result data points dropped, by reason (permanent_error, queue_full, shutdown).")
+	t.checkpoints = counter("otelcol_window_aggregator_checkpoints", "{checkpoint}", "Checkpoints to and restores from storage, by outcome (saved, save_failed, restored, restore_failed, empty).")
+	t.activeSeries, e = m.Int64ObservableGauge("otelcol_window_aggregator_active_series", metric.WithUnit("{series}"), metric.WithDescription("Series held in open windows, per aggregation."))
+	err = errors.Join(err, e)
+	t.overflowActive, e = m.Int64ObservableGauge("otelcol_window_aggregator_overflow_series", metric.WithUnit("{series}"), metric.WithDescription("1 while an aggregation's overflow series holds data."))
+	err = errors.Join(err, e)
+	t.watermarkLag, e = m.Float64ObservableGauge("otelcol_window_aggregator_watermark_lag", metric.WithUnit("s"), metric.WithDescription("Wall clock minus watermark."))
+	err = errors.Join(err, e)
+	t.pendingBatches, e = m.Int64ObservableGauge("otelcol_window_aggregator_pending_batches", metric.WithUnit("{batch}"), metric.WithDescription("Result batches kept for retry after the metrics consumer failed."))
+	err = errors.Join(err, e)
+	return t, err
+}
+
+// observe registers the callback that reads the gauges from the shared state.
+func (t *telemetry) observe(mp metric.MeterProvider, s *shared) error {
+	m := mp.Meter("github.com/windowaggregator/windowaggregator")
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := s.engine.Stats()
+		for i, a := range s.aggs {
+			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", a.name)))
+			o.ObserveInt64(t.activeSeries, st.ActiveSeries[i], set)
+			var ov int64
+			if st.OverflowActive[i] {
+				ov = 1
+			}
+			o.ObserveInt64(t.overflowActive, ov, set)
+		}
+		if st.Watermark != minWatermark {
+			o.ObserveFloat64(t.watermarkLag, float64(s.engine.Now()-st.Watermark)/1e9)
+		}
+		o.ObserveInt64(t.pendingBatches, int64(s.emitter.pendingBatches()))
+		return nil
+	}, t.activeSeries, t.overflowActive, t.watermarkLag, t.pendingBatches)
+	t.registration = reg
+	return err
+}
+
+// recordFirings adds the engine's firing counters since the last call.
+func (t *telemetry) recordFirings(ctx context.Context, st stream.Stats) {
+	if d := st.WindowsFired - t.lastFired; d > 0 {
+		t.windowsFired.Add(ctx, int64(d))
+	}
+	if d := st.LateFirings - t.lastLateFired; d > 0 {
+		t.lateFirings.Add(ctx, int64(d))
+	}
+	if d := st.OverflowRecords - t.lastOverflowSeen; d > 0 {
+		t.overflowRecords.Add(ctx, int64(d))
+	}
+	t.lastFired, t.lastLateFired, t.lastOverflowSeen = st.WindowsFired, st.LateFirings, st.OverflowRecords
+}
+
+func (t *telemetry) shutdown() {
+	if t.registration != nil {
+		_ = t.registration.Unregister()
+	}
+}
