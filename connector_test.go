@@ -81,7 +81,7 @@ func TestConnectorTumblingWindowsLatenessAndRouting(t *testing.T) {
 			wantPoint(t, ps, "lat.min", attrsAX, 0, 10, 10)
 			wantPoint(t, ps, "lat.max", attrsAX, 0, 10, 30)
 			if p50 := find(ps, "lat.p50", attrsAX); len(p50) != 1 || math.Abs(p50[0].value-10)/10 > 0.01 {
-				t.Fatalf("p50 of {10, 30} (rank 0) = %+v, want 10 within 1%%", p50)
+				t.Fatalf("p50 of {10, 30} (nearest rank 0) = %+v, want 10 within 1%%", p50)
 			}
 			if hp := wantPoint(t, ps, "lat.histogram", attrsAX, 0, 10, 2); hp.sum != 40 || hp.typ != pmetric.MetricTypeExponentialHistogram {
 				t.Fatalf("histogram: %+v", hp)

@@ -29,7 +29,7 @@
 // bucket (L,U] holding the requested rank, 2LU/(L+U), whose relative error to
 // any value in the bucket is at most (base-1)/(base+1) ≈ 0.54%, and clamps it
 // into [Min, Max]. While no downscaling happened this bounds the error
-// against the exact order statistic x_floor(q*(n-1)). One latency-like pane
+// against the exact nearest-rank quantile x_(ceil(q*n)-1). One latency-like pane
 // (1 µs..1 h, ~31.8 octaves) needs at most ~2040 buckets at scale 6, within
 // DefaultMaxBuckets = 4096.
 //

@@ -126,7 +126,15 @@ func (h *Histogram) Insert(v float64) bool {
 		h.zeroCount++
 		return true
 	}
-	idx := h.index(a)
+	var idx int
+	if t := h.tbl; t != nil && a >= 1<<52 {
+		// h.index, inlined by hand for normal values at table scales.
+		m := a & mantMask
+		c := &t.cells[m>>t.shift]
+		idx = ((int(a>>52)-expBias)<<t.scale + int(c.base) + int((c.thr-m)>>63) - int((m-1)>>63)) >> h.shift
+	} else {
+		idx = h.index(a)
+	}
 	b := &h.pos
 	if a != bits {
 		b = &h.neg
@@ -164,6 +172,7 @@ func (h *Histogram) Insert(v float64) bool {
 // index is outside the window (grow, move or downscale) or the counter is
 // full (widen).
 func (h *Histogram) insertSlow(b *buckets, idx int) {
+	h.mustBeConfigured()
 	for {
 		s := idx - int(b.lo)
 		if s >= 0 && s < int(b.n) {
@@ -189,6 +198,14 @@ func (h *Histogram) insertSlow(b *buckets, idx int) {
 	}
 }
 
+// mustBeConfigured panics (instead of looping forever on a zero bucket
+// limit) when h is an unconfigured zero value.
+func (h *Histogram) mustBeConfigured() {
+	if h.maxBuckets == 0 {
+		panic("sketch: Histogram zero value used; create it with New")
+	}
+}
+
 // downscale lowers the scale by k for both signs (the other sign's span only
 // shrinks, so it keeps fitting).
 func (h *Histogram) downscale(k uint) {
@@ -208,8 +225,9 @@ func (h *Histogram) Merge(o *Histogram) {
 	if o == nil || o.count == 0 {
 		return
 	}
+	h.mustBeConfigured()
 	if o == h {
-		o = h.Clone()
+		o = h.Clone() // the only allocating case
 	}
 	mb := int(h.maxBuckets)
 	target := min(h.scale, o.scale)
@@ -451,8 +469,9 @@ func bucketsEqual(a, b *buckets) bool {
 	return true
 }
 
-// Quantile estimates x_k, k = floor(q*(n-1)) computed in float64, of the n
-// recorded values sorted ascending; q is clamped to [0, 1] (NaN counts as 0).
+// Quantile estimates the nearest-rank quantile x_k, k = NearestRank(q, n), of
+// the n recorded values x_0..x_{n-1} sorted ascending: the least value with at
+// least a share q of the values at or below it; q is clamped to [0, 1] (NaN counts as 0).
 // It walks the negative buckets (most negative first), the zero count, then
 // the positive buckets to the bucket holding rank k and returns the value with
 // equal relative error to both bounds of that bucket (L,U], 2LU/(L+U)
@@ -467,7 +486,7 @@ func (h *Histogram) Quantile(q float64) float64 {
 	} else if q > 1 {
 		q = 1
 	}
-	rank := uint64(math.Floor(q * float64(h.count-1)))
+	rank := NearestRank(q, h.count)
 	// Walk from whichever end is nearer: rank r from the bottom is rank
 	// count-1-r from the top.
 	if rank >= h.count/2 {
@@ -547,4 +566,23 @@ func (h *Histogram) bucketMid(i int) float64 {
 	// log2(2*base/(1+base)) = 1 - log2(1 + 1/base)
 	c := 1 - math.Log1p(math.Exp2(-inv))/math.Ln2
 	return math.Exp2(lowerBoundLog2(i, h.scale) + c)
+}
+
+// NearestRank returns the 0-based rank k = ceil(q*n) - 1 of the nearest-rank
+// quantile q among n sorted values, clamped to [0, n-1]. A relative slack of
+// 1e-9 keeps products such as 0.99*100, which float64 computes a hair above 99,
+// on the intended rank.
+func NearestRank(q float64, n uint64) uint64 {
+	if n == 0 || !(q > 0) {
+		return 0
+	}
+	x := q * float64(n)
+	k := math.Ceil(x - 1e-9*x)
+	if k < 1 {
+		return 0
+	}
+	if k >= float64(n) {
+		return n - 1
+	}
+	return uint64(k) - 1
 }

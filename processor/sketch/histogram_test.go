@@ -109,10 +109,16 @@ func checkAgainstRef(t *testing.T, h *Histogram, vals []float64) {
 	}
 }
 
-// refQuantile is x_floor(q*(n-1)) of the sorted values.
+// refQuantile is the nearest-rank quantile of the sorted values: the least
+// value with at least a share q of the values at or below it.
 func refQuantile(sorted []float64, q float64) float64 {
-	k := int(math.Floor(q * float64(len(sorted)-1)))
-	return sorted[k]
+	n := len(sorted)
+	for k := range n {
+		if float64(k+1) >= q*float64(n)*(1-1e-9) {
+			return sorted[k]
+		}
+	}
+	return sorted[n-1]
 }
 
 // ---- data sets ----
@@ -271,7 +277,7 @@ func TestQuantileModel(t *testing.T) {
 		base := math.Pow(2, math.Pow(2, -float64(h.Scale())))
 		lo, hi := slices.Min(vals), slices.Max(vals)
 		for _, q := range []float64{0, 0.1, 0.5, 0.9, 0.99, 1} {
-			k := uint64(math.Floor(q * float64(n-1)))
+			k := NearestRank(q, uint64(n))
 			var want float64
 			found := false
 			mid := func(i int) float64 {
@@ -532,5 +538,65 @@ func TestMemoryCompact(t *testing.T) {
 	span := len(h.AppendPositiveCounts(nil))
 	if m := h.MemoryBytes(); m > 2*span+256 {
 		t.Fatalf("MemoryBytes %d for %d buckets", m, span)
+	}
+}
+
+func TestZeroValuePanicsClearly(t *testing.T) {
+	for _, f := range []func(h *Histogram){
+		func(h *Histogram) { h.Insert(1) },
+		func(h *Histogram) { h.Merge(fill(New(DefaultScale, DefaultMaxBuckets), []float64{1})) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			f(new(Histogram))
+		}()
+	}
+	// Safe on the zero value: accessors, Quantile, Merge of an empty one.
+	var z Histogram
+	z.Merge(New(DefaultScale, DefaultMaxBuckets))
+	if z.Count() != 0 || !math.IsNaN(z.Quantile(0.5)) || len(z.AppendBinary(nil)) == 0 {
+		t.Fatal("zero value accessors")
+	}
+}
+
+// TestSpanLimitStepByStep grows the occupied span one bucket at a time, up
+// and down, and checks after every insert that the scale is exactly the one
+// the reference requires (so the limit is neither exceeded nor undershot).
+func TestSpanLimitStepByStep(t *testing.T) {
+	for _, maxB := range []int{MinMaxBuckets, 5, 8, 16, 17, 100} {
+		for _, dir := range []float64{1, -1} {
+			for _, sign := range []float64{1, -1} {
+				h := New(0, maxB)
+				var vals []float64
+				for k := 0; k < 3*maxB; k++ {
+					v := sign * math.Ldexp(1.5, int(dir)*k) // scale-0 index k or -k-1
+					h.Insert(v)
+					vals = append(vals, v)
+					if want := refScale(vals, 0, maxB); h.Scale() != want {
+						t.Fatalf("maxB %d dir %v sign %v step %d: scale %d, want %d", maxB, dir, sign, k, h.Scale(), want)
+					}
+				}
+				checkAgainstRef(t, h, vals)
+			}
+		}
+	}
+}
+
+func TestNearestRankHandComputed(t *testing.T) {
+	for _, c := range []struct {
+		q    float64
+		n    uint64
+		want uint64
+	}{
+		{0.99, 4, 3}, {0.5, 4, 1}, {0.5, 2, 0}, {0.5, 3, 1}, {0.99, 100, 98}, {0.999, 1000, 998},
+		{0.95, 20, 18}, {0, 10, 0}, {1, 10, 9}, {0.01, 10, 0}, {0.1, 10, 0}, {0.11, 10, 1}, {0.5, 1, 0},
+	} {
+		if got := NearestRank(c.q, c.n); got != c.want {
+			t.Errorf("NearestRank(%v, %d) = %d, want %d", c.q, c.n, got, c.want)
+		}
 	}
 }

@@ -124,7 +124,7 @@ func TestTumblingWindowFiresWhenWatermarkPassesEnd(t *testing.T) {
 	if r.Start != 0 || r.End != 10 || r.Late || r.Count != 3 || r.Sum != 9 || r.Avg != 3 || r.Min != 1 || r.Max != 5 || r.HistCount != 3 {
 		t.Fatalf("window [0,10): %+v", r)
 	}
-	if math.Abs(r.Quantiles[0]-3)/3 > 0.01 { // floor(0.5*2) = rank 1: 3
+	if math.Abs(r.Quantiles[0]-3)/3 > 0.01 { // nearest rank ceil(0.5*3)-1 = 1: 3
 		t.Fatalf("p50 = %v, want 3 within 1%%", r.Quantiles[0])
 	}
 	if w := h.e.Watermark(); w != 10*sec {
@@ -173,7 +173,7 @@ func TestLatenessLateFiringCarriesDeltasAndCorrectedWhole(t *testing.T) {
 		r.Avg != 18 || r.Min != 2 || r.Max != 40 || r.WindowValueCount != 4 {
 		t.Fatalf("late firing %+v", r)
 	}
-	// p50 of the whole window {2,10,20,40}: rank floor(0.5*3) = 1 -> 10.
+	// p50 of the whole window {2,10,20,40}: nearest rank ceil(0.5*4)-1 = 1 -> 10.
 	if math.Abs(r.Quantiles[0]-10)/10 > 0.01 {
 		t.Fatalf("corrected p50 %v, want 10", r.Quantiles[0])
 	}
