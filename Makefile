@@ -1,8 +1,41 @@
 # The two entry points a newcomer needs are `make demo` and `make test` (see README.md).
-GO ?= go
+GO      ?= go
+export GOTOOLCHAIN := local
+BUILDER := $(GO) run go.opentelemetry.io/collector/cmd/builder@v0.165.0
+DIST    := _build/otelcol-windowaggregator/otelcol-windowaggregator
+LOADGEN := _build/loadgen
+SOURCES := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null)
 
-.PHONY: test
+.PHONY: test demo dist loadgen fuzz bench
+
+# Every test, the end-to-end one included (it builds the distribution first).
 test:
-	gofmt -l . | tee /dev/stderr | (! read -r _)
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) fuzz
+
+# A short run of every fuzz target, on top of the committed seed corpora that `go test` replays.
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzIngest$$' -fuzztime $(FUZZTIME) ./processor/stream/
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./processor/sketch/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./processor/serieskey/
+
+# The collector distribution, rebuilt when the component or builder-config.yaml changes.
+dist: $(DIST)
+$(DIST): builder-config.yaml $(SOURCES)
+	@mkdir -p _build
+	$(BUILDER) --config builder-config.yaml
+
+loadgen: $(LOADGEN)
+$(LOADGEN): $(SOURCES)
+	@mkdir -p _build
+	$(GO) build -o $(LOADGEN) ./cmd/loadgen
+
+# Builds the distribution, runs it on examples/demo.yaml and feeds it demo traffic; Ctrl-C stops both.
+demo: dist loadgen
+	./scripts/demo.sh $(DIST) $(LOADGEN)
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./processor/...

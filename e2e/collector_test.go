@@ -1,0 +1,243 @@
+// Package e2e tests the built otelcol-windowaggregator distribution as a process: it builds the
+// distribution from the project's builder-config.yaml, starts it on loopback ports with a YAML config,
+// sends spans and logs over OTLP/gRPC, and receives the metrics and the late data through the
+// distribution's OTLP exporter into a server inside the test.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	_ "google.golang.org/grpc/encoding/gzip" // the exporters compress with gzip by default
+)
+
+// distBinary is built once by TestMain.
+var distBinary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if !testing.Short() {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			panic(err)
+		}
+		distBinary = filepath.Join(root, "_build", "otelcol-windowaggregator", "otelcol-windowaggregator")
+		if err := buildDistribution(root); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// buildDistribution runs the collector builder v0.165.0 on builder-config.yaml, through the Go toolchain.
+func buildDistribution(root string) error {
+	if err := os.MkdirAll(filepath.Join(root, "_build"), 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "run", "go.opentelemetry.io/collector/cmd/builder@v0.165.0", "--config", "builder-config.yaml")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("building the distribution: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// otlpServer receives what the distribution's exporters send.
+type otlpServer struct {
+	addr string
+	srv  *grpc.Server
+
+	mu      sync.Mutex
+	traces  []ptraceotlp.ExportRequest
+	logs    []plogotlp.ExportRequest
+	metrics []pmetricotlp.ExportRequest
+}
+
+func startServer(t *testing.T) *otlpServer {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &otlpServer{addr: lis.Addr().String(), srv: grpc.NewServer()}
+	ptraceotlp.RegisterGRPCServer(s.srv, &tracesServer{otlpServer: s})
+	plogotlp.RegisterGRPCServer(s.srv, &logsServer{otlpServer: s})
+	pmetricotlp.RegisterGRPCServer(s.srv, &metricsServer{otlpServer: s})
+	go func() { _ = s.srv.Serve(lis) }()
+	t.Cleanup(s.srv.Stop)
+	return s
+}
+
+// tracesServer, logsServer and metricsServer are the server's three OTLP services.
+type tracesServer struct {
+	ptraceotlp.UnimplementedGRPCServer
+	*otlpServer
+}
+
+func (s *tracesServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.traces = append(s.traces, req)
+	return ptraceotlp.NewExportResponse(), nil
+}
+
+type logsServer struct {
+	plogotlp.UnimplementedGRPCServer
+	*otlpServer
+}
+
+func (s *logsServer) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logs = append(s.logs, req)
+	return plogotlp.NewExportResponse(), nil
+}
+
+type metricsServer struct {
+	pmetricotlp.UnimplementedGRPCServer
+	*otlpServer
+}
+
+func (s *metricsServer) Export(_ context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.metrics = append(s.metrics, req)
+	return pmetricotlp.NewExportResponse(), nil
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	return lis.Addr().(*net.TCPAddr).Port
+}
+
+// collector is the distribution running as a process.
+type collector struct {
+	cmd    *exec.Cmd
+	output *syncBuffer
+	done   chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
+
+// startCollector writes config to a file and runs the distribution on it until the receiver at
+// receiverAddr accepts connections.
+func startCollector(t *testing.T, config, receiverAddr string) *collector {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &collector{cmd: exec.Command(distBinary, "--config", path), output: &syncBuffer{}, done: make(chan error, 1)}
+	c.cmd.Stdout, c.cmd.Stderr = c.output, c.output
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		if t.Failed() {
+			t.Logf("collector output:\n%s", c.output.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", receiverAddr, 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return c
+		}
+		select {
+		case err := <-c.done:
+			t.Fatalf("the collector exited at start: %v\n%s", err, c.output.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector's receiver never came up\n%s", c.output.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (c *collector) stop(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-c.done:
+		if err != nil {
+			t.Fatalf("the collector exited with %v\n%s", err, c.output.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the collector did not stop within 30 s of SIGTERM")
+	}
+}
+
+// client sends OTLP over gRPC.
+type client struct {
+	traces ptraceotlp.GRPCClient
+	logs   plogotlp.GRPCClient
+}
+
+func dial(t *testing.T, addr string) *client {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return &client{traces: ptraceotlp.NewGRPCClient(conn), logs: plogotlp.NewGRPCClient(conn)}
+}
+
+// eventually polls cond until it holds or 15 s pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the distribution")
+	}
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the collector distribution on examples/demo.yaml and sends it demo traffic until Ctrl-C.
+set -euo pipefail
+dist=${1:-_build/otelcol-windowaggregator/otelcol-windowaggregator}
+loadgen=${2:-_build/loadgen}
+config=${DEMO_CONFIG:-examples/demo.yaml}
+
+"$dist" --config "$config" &
+collector=$!
+gen=""
+stop() {
+  trap - INT TERM EXIT
+  [ -n "$gen" ] && kill -TERM "$gen" 2>/dev/null && wait "$gen" 2>/dev/null || true
+  # SIGTERM lets the collector fire its open windows before it exits.
+  kill -TERM "$collector" 2>/dev/null && wait "$collector" 2>/dev/null || true
+  exit 0
+}
+trap stop INT TERM EXIT
+
+# Wait for the OTLP receiver.
+for _ in $(seq 1 100); do
+  if (echo > /dev/tcp/127.0.0.1/4317) 2>/dev/null; then break; fi
+  kill -0 "$collector" 2>/dev/null || { echo "the collector did not start" >&2; exit 1; }
+  sleep 0.1
+done
+
+echo ">>> demo traffic: 3 services, 2% of records 2 minutes late (routed), 5% 20 s late (late firings)" >&2
+echo ">>> window results print every 10 s; press Ctrl-C to stop" >&2
+"$loadgen" -endpoint 127.0.0.1:4317 -rate 100 -services 2 -series 2 -late 0.05 -late-by 20s -too-late 0.02 -too-late-by 2m ${LOADGEN_FLAGS:-} &
+gen=$!
+wait "$gen" || true
+stop
