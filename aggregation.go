@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -230,8 +231,12 @@ func (c *aggregation) matches(r *recordView, isSpan bool) bool {
 	return true
 }
 
-// buildKey writes the record's series key.
-func (c *aggregation) buildKey(b *serieskey.Builder, r *recordView) {
+// maxKeyValueLen bounds each string or bytes group-by value in a series key: longer values are cut
+// to this many bytes (and counted), so that a flood of huge attribute values cannot exhaust memory.
+const maxKeyValueLen = 4096
+
+// buildKey writes the record's series key and reports whether it had to cut a value.
+func (c *aggregation) buildKey(b *serieskey.Builder, r *recordView) (truncated bool) {
 	b.Reset()
 	for _, k := range c.groupBy {
 		if k.field != fieldNone {
@@ -245,7 +250,11 @@ func (c *aggregation) buildKey(b *serieskey.Builder, r *recordView) {
 		}
 		switch v.Type() {
 		case pcommon.ValueTypeStr:
-			b.Str(src, v.Str())
+			str := v.Str()
+			if len(str) > maxKeyValueLen {
+				str, truncated = cutUTF8(str, maxKeyValueLen), true
+			}
+			b.Str(src, str)
 		case pcommon.ValueTypeInt:
 			b.Int(src, v.Int())
 		case pcommon.ValueTypeDouble:
@@ -253,13 +262,30 @@ func (c *aggregation) buildKey(b *serieskey.Builder, r *recordView) {
 		case pcommon.ValueTypeBool:
 			b.Bool(src, v.Bool())
 		case pcommon.ValueTypeBytes:
-			b.Bytes(src, v.Bytes().AsRaw())
+			raw := v.Bytes().AsRaw()
+			if len(raw) > maxKeyValueLen {
+				raw, truncated = raw[:maxKeyValueLen], true
+			}
+			b.Bytes(src, raw)
 		case pcommon.ValueTypeEmpty:
 			b.Absent()
 		default: // maps and slices: their JSON form, as a string
-			b.Str(src, v.AsString())
+			str := v.AsString()
+			if len(str) > maxKeyValueLen {
+				str, truncated = cutUTF8(str, maxKeyValueLen), true
+			}
+			b.Str(src, str)
 		}
 	}
+	return truncated
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Reasons a record has no value; each is a counter attribute.

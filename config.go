@@ -101,6 +101,9 @@ var (
 	logOnlyKeys      = map[string]bool{"severity.text": true}
 )
 
+// maxDuration bounds every duration so that the engine's time arithmetic cannot overflow.
+const maxDuration = 365 * 24 * time.Hour
+
 func createDefaultConfig() component.Config {
 	return &Config{
 		Watermark:  WatermarkConfig{MaxFutureSkew: 5 * time.Minute},
@@ -117,8 +120,8 @@ func (c *Config) Validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
 	}
-	if c.Window.Size <= 0 {
-		bad("window.size", "is required and must be > 0, got %s", c.Window.Size)
+	if c.Window.Size <= 0 || c.Window.Size > maxDuration {
+		bad("window.size", "is required and must be > 0 and <= %s, got %s", maxDuration, c.Window.Size)
 	}
 	if s := c.Window.Slide; s < 0 || s > c.Window.Size && c.Window.Size > 0 {
 		bad("window.slide", "must be > 0 and <= window.size (%s), got %s", c.Window.Size, s)
@@ -132,8 +135,8 @@ func (c *Config) Validate() error {
 		"allowed_lateness":               c.AllowedLateness,
 		"checkpoint.interval":            c.Checkpoint.Interval,
 	} {
-		if d < 0 {
-			bad(key, "must not be negative, got %s", d)
+		if d < 0 || d > maxDuration {
+			bad(key, "must be between 0s and %s, got %s", maxDuration, d)
 		}
 	}
 	if c.Emit.Interval <= 0 {

@@ -20,6 +20,7 @@ const (
 // tally counts one batch's outcomes, so that the counters are touched once per batch.
 type tally struct {
 	aggregated, lateUpdated, unmatched int64
+	truncated                          int64
 	late                               [3]int64 // expired, future, invalid
 	values                             map[string]int64
 }
@@ -61,6 +62,9 @@ func (s *shared) report(ctx context.Context, t *tally, action string) {
 			tel.late.Add(ctx, n, lateAttrs(lateReasons[i], action))
 		}
 	}
+	if t.truncated > 0 {
+		tel.truncatedKeys.Add(ctx, t.truncated)
+	}
 	for reason, n := range t.values {
 		tel.valuesMissing.Add(ctx, n, reasonAttr(reason))
 	}
@@ -87,7 +91,9 @@ func (s *shared) judge(b *stream.Batch, kb *serieskey.Builder, aggs []*aggregati
 		if why != valueOK {
 			tl.missingValue(why)
 		}
-		a.buildKey(kb, r)
+		if a.buildKey(kb, r) {
+			tl.truncated++
+		}
 		switch b.Add(a.index, kb.Key(), t, v) {
 		case stream.Expired:
 			reason = reasonExpired
@@ -193,7 +199,8 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 	}
 }
 
-// timeOf converts a pdata timestamp to the engine's int64; one past int64 is no valid time.
+// timeOf converts a pdata timestamp to the engine's int64. Anything past 2^62 ns (the year 2116) is
+// beyond the engine's range, which rejects it as future.
 func timeOf(ts uint64) int64 {
 	if ts > 1<<62 {
 		return 1 << 62

@@ -17,6 +17,7 @@ type telemetry struct {
 	late             metric.Int64Counter // late, future and invalid records by reason and action
 	valuesMissing    metric.Int64Counter // records counted without a value, by reason
 	overflowRecords  metric.Int64Counter
+	truncatedKeys    metric.Int64Counter // records whose group-by value was cut to maxKeyValueLen
 	windowsFired     metric.Int64Counter
 	lateFirings      metric.Int64Counter
 	emitFailures     metric.Int64Counter // failed sends by kind: retryable, permanent
@@ -61,6 +62,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.late = counter("otelcol_window_aggregator_late_records", "{record}", "Records not aggregated, by reason (expired, future, invalid) and action (routed, dropped, passed).")
 	t.valuesMissing = counter("otelcol_window_aggregator_values_missing", "{record}", "Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start).")
 	t.overflowRecords = counter("otelcol_window_aggregator_overflow_records", "{record}", "Record aggregations that went to an overflow series because max_series was reached.")
+	t.truncatedKeys = counter("otelcol_window_aggregator_truncated_keys", "{record}", "Record aggregations whose group-by value was longer than 4096 bytes and was cut to that length.")
 	t.windowsFired = counter("otelcol_window_aggregator_windows_fired", "{window}", "Window results emitted (first firings), one per series and window.")
 	t.lateFirings = counter("otelcol_window_aggregator_late_firings", "{window}", "Late firings: windows emitted again after records arrived within allowed_lateness.")
 	t.emitFailures = counter("otelcol_window_aggregator_emit_failures", "{request}", "Sends of results to the metrics consumer that failed, by kind (retryable, permanent).")

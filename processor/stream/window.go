@@ -2,11 +2,12 @@ package stream
 
 import "math"
 
-// Times are Unix nanoseconds. minTime and maxTime are the engine's minus and plus infinity: far enough
-// from the int64 limits that adding a window size or a lateness to them cannot overflow.
+// Times are Unix nanoseconds. minTime and maxTime are the engine's minus and plus infinity (maxTime is
+// in the year 2116): far enough from the int64 limits that adding a window size and a lateness, each
+// at most maxDuration, to them cannot overflow.
 const (
-	minTime int64 = math.MinInt64 / 4
-	maxTime int64 = math.MaxInt64 / 4
+	minTime int64 = math.MinInt64 / 2
+	maxTime int64 = math.MaxInt64 / 2
 )
 
 // windowing holds the window geometry: size and slide, and the allowed lateness, in nanoseconds.
