@@ -26,7 +26,7 @@ done
 
 echo ">>> demo traffic: 3 services, 2% of records 2 minutes late (routed), 5% 20 s late (late firings)" >&2
 echo ">>> window results print every 10 s; press Ctrl-C to stop" >&2
-"$loadgen" -endpoint 127.0.0.1:4317 -rate 100 -services 2 -series 2 -late 0.05 -late-by 20s -too-late 0.02 -too-late-by 2m ${LOADGEN_FLAGS:-} &
+"$loadgen" -endpoint 127.0.0.1:4317 -rate 100 -services 3 -series 2 -late 0.05 -late-by 20s -too-late 0.02 -too-late-by 2m ${LOADGEN_FLAGS:-} &
 gen=$!
 wait "$gen" || true
 stop

@@ -1,0 +1,163 @@
+// Command loadgen sends OTLP spans and logs over gRPC to a collector, to demo and load-test the
+// windowaggregator component: it stamps records with event times around "now", with a chosen share
+// of late, too-late, future and timestamp-less records, so that the watermark, the allowed
+// lateness and the late-data pipeline all get exercised.
+//
+//	go run ./cmd/loadgen -rate 500 -late 0.05 -too-late 0.02 -duration 1m
+//
+// Every record carries the attribute loadgen.kind (on-time, late, too-late, future or invalid),
+// so the collector's output can be checked against what was meant.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator/cmd/loadgen/gen"
+)
+
+// options is the parsed command line.
+type options struct {
+	endpoint    string
+	rate        float64 // records per second, all signals together
+	batch       int     // records per request
+	duration    time.Duration
+	spans, logs bool
+	seed        uint64
+	quiet       bool
+	timeout     time.Duration // per request
+	concurrency int           // requests in flight at most
+	reportEvery time.Duration // not a flag: 5 s, shorter in tests
+	gen         gen.Config
+}
+
+// interval is the time between two batches that gives the requested rate.
+func (o options) interval() time.Duration {
+	return max(time.Duration(float64(o.batch)/o.rate*float64(time.Second)), time.Microsecond)
+}
+
+func (o options) signalNames() string {
+	var s []string
+	if o.spans {
+		s = append(s, "spans")
+	}
+	if o.logs {
+		s = append(s, "logs")
+	}
+	return strings.Join(s, ",")
+}
+
+func parseSignals(v string) (spans, logs bool, err error) {
+	for _, s := range strings.Split(v, ",") {
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "spans", "traces":
+			spans = true
+		case "logs":
+			logs = true
+		default:
+			return false, false, fmt.Errorf("-signals: unknown signal %q (want spans, logs or spans,logs)", s)
+		}
+	}
+	return spans, logs, nil
+}
+
+// parseFlags parses args (without the program name). Usage and errors go to errOut.
+func parseFlags(args []string, errOut io.Writer) (options, error) {
+	o := options{reportEvery: 5 * time.Second}
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprintf(errOut, "Usage: loadgen [flags]\n\n"+
+			"Sends OTLP spans and logs over gRPC (insecure) with event times around now, some of them\n"+
+			"late, too late, in the future or without a timestamp. Stops on SIGINT/SIGTERM or after -duration.\n\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.endpoint, "endpoint", "127.0.0.1:4317", "OTLP gRPC `host:port` of the collector (no TLS)")
+	fs.Float64Var(&o.rate, "rate", 200, "records per second, spans and logs together")
+	fs.IntVar(&o.batch, "batch", 50, "records per request")
+	fs.DurationVar(&o.duration, "duration", 0, "how long to run; 0 runs until SIGINT/SIGTERM")
+	signals := fs.String("signals", "spans,logs", "what to send: spans,logs | spans | logs")
+	fs.IntVar(&o.gen.Services, "services", 3, "distinct service.name values (svc-1 … svc-N)")
+	fs.IntVar(&o.gen.Series, "series", 4, "distinct span names per service")
+	fs.DurationVar(&o.gen.OutOfOrder, "out-of-order", 2*time.Second,
+		"event times are now minus a uniform jitter in [0, this)")
+	fs.Float64Var(&o.gen.Late, "late", 0, "share (0..1) of records stamped -late-by in the past, within allowed lateness")
+	fs.DurationVar(&o.gen.LateBy, "late-by", 20*time.Second, "how far in the past -late records are stamped")
+	fs.Float64Var(&o.gen.TooLate, "too-late", 0,
+		"share (0..1) of records stamped -too-late-by in the past, beyond allowed lateness")
+	fs.DurationVar(&o.gen.TooLateBy, "too-late-by", 5*time.Minute, "how far in the past -too-late records are stamped")
+	fs.Float64Var(&o.gen.Future, "future", 0, "share (0..1) of records stamped -future-by in the future")
+	fs.DurationVar(&o.gen.FutureBy, "future-by", time.Hour, "how far in the future -future records are stamped")
+	fs.Float64Var(&o.gen.Invalid, "invalid", 0, "share (0..1) of records without any timestamp")
+	fs.Uint64Var(&o.seed, "seed", 1, "random seed: the same seed gives the same records")
+	fs.BoolVar(&o.quiet, "quiet", false, "print no summary lines")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "deadline of each export request, and how long to wait for the first connection")
+	fs.IntVar(&o.concurrency, "concurrency", 4, "export requests in flight at most")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	var err error
+	if o.spans, o.logs, err = parseSignals(*signals); err != nil {
+		return o, err
+	}
+	var errs []error
+	if !(o.rate > 0) {
+		errs = append(errs, fmt.Errorf("-rate must be positive, got %v", o.rate))
+	}
+	if o.batch < 1 {
+		errs = append(errs, fmt.Errorf("-batch must be at least 1, got %d", o.batch))
+	}
+	if o.duration < 0 {
+		errs = append(errs, fmt.Errorf("-duration must not be negative, got %v", o.duration))
+	}
+	if o.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("-timeout must be positive, got %v", o.timeout))
+	}
+	if o.concurrency < 1 {
+		errs = append(errs, fmt.Errorf("-concurrency must be at least 1, got %d", o.concurrency))
+	}
+	if err := o.gen.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return o, errors.Join(errs...)
+}
+
+// realMain is main without os.Exit: it returns 0 on a clean stop, 1 when the endpoint accepted
+// nothing, 2 on bad flags.
+func realMain(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal, restore the default handling so that a second one kills.
+		<-ctx.Done()
+		stop()
+	}()
+	if _, err := run(ctx, o, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "loadgen:", err)
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/windowaggregator/windowaggregator/cmd/loadgen/gen"
+)
+
+// errNothingAccepted is returned by run when not one request succeeded.
+var errNothingAccepted = errors.New("the endpoint accepted no request")
+
+// summary is what has been sent so far.
+type summary struct {
+	Spans, Logs    int64      // records in requests the endpoint accepted
+	Kinds          gen.Counts // the same records by kind
+	Rejected       int64      // records the endpoint reported as rejected in a partial success
+	Requests       int64      // accepted requests
+	FailedRequests int64      // requests that failed (never retried)
+	FailedRecords  int64      // records in the failed requests
+	Skipped        int64      // records never sent because the generator fell behind the rate
+	Elapsed        time.Duration
+}
+
+func (s summary) line() string {
+	var b strings.Builder
+	secs := s.Elapsed.Seconds()
+	fmt.Fprintf(&b, "loadgen %.1fs: sent spans=%d logs=%d (", secs, s.Spans, s.Logs)
+	for k := gen.OnTime; k < gen.NumKinds; k++ {
+		if k > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d", k, s.Kinds[k])
+	}
+	fmt.Fprintf(&b, ") rejected=%d errors=%d (records=%d) skipped=%d",
+		s.Rejected, s.FailedRequests, s.FailedRecords, s.Skipped)
+	if secs > 0 {
+		fmt.Fprintf(&b, " rate=%.1f/s", float64(s.Spans+s.Logs)/secs)
+	}
+	return b.String()
+}
+
+// job is one export request, built by the main loop and sent by a worker.
+type job struct {
+	traces ptrace.Traces // set for spans
+	logs   plog.Logs     // set for logs
+	spans  bool
+	n      int64
+	counts gen.Counts
+}
+
+// stats accumulates the outcome of the requests; workers write it, the main loop reads it.
+type stats struct {
+	mu         sync.Mutex
+	sum        summary
+	seenErrors map[string]bool
+	errOut     io.Writer
+}
+
+func (s *stats) ok(j job, rejected int64, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sum.Requests++
+	if j.spans {
+		s.sum.Spans += j.n
+	} else {
+		s.sum.Logs += j.n
+	}
+	s.sum.Kinds.Add(j.counts)
+	s.sum.Rejected += rejected
+	if rejected > 0 && msg != "" {
+		s.reportOnce("partial success: " + msg)
+	}
+}
+
+func (s *stats) failed(j job, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sum.FailedRequests++
+	s.sum.FailedRecords += j.n
+	key := err.Error()
+	if st, ok := status.FromError(err); ok {
+		key = st.Code().String() + ": " + st.Message()
+	}
+	s.reportOnce("export failed: " + key)
+}
+
+// reportOnce prints each distinct problem once, so that a dead endpoint does not flood the
+// terminal. Called with mu held.
+func (s *stats) reportOnce(msg string) {
+	if s.seenErrors == nil {
+		s.seenErrors = map[string]bool{}
+	}
+	if s.seenErrors[msg] || len(s.seenErrors) >= 20 {
+		return
+	}
+	s.seenErrors[msg] = true
+	fmt.Fprintln(s.errOut, "loadgen:", msg)
+}
+
+func (s *stats) skipped(records int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sum.Skipped += records
+}
+
+func (s *stats) snapshot(elapsed time.Duration) summary {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sum := s.sum
+	sum.Elapsed = elapsed
+	return sum
+}
+
+// exporter sends one job; it is safe for concurrent use.
+type exporter struct {
+	traces  ptraceotlp.GRPCClient
+	logs    plogotlp.GRPCClient
+	timeout time.Duration
+}
+
+func (e exporter) send(j job, st *stats) {
+	// Requests in flight finish (or time out) even after a stop, so that what the summary calls
+	// sent is what the endpoint accepted.
+	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+	defer cancel()
+	if j.spans {
+		resp, err := e.traces.Export(ctx, ptraceotlp.NewExportRequestFromTraces(j.traces))
+		if err != nil {
+			st.failed(j, err)
+			return
+		}
+		ps := resp.PartialSuccess()
+		st.ok(j, ps.RejectedSpans(), ps.ErrorMessage())
+		return
+	}
+	resp, err := e.logs.Export(ctx, plogotlp.NewExportRequestFromLogs(j.logs))
+	if err != nil {
+		st.failed(j, err)
+		return
+	}
+	ps := resp.PartialSuccess()
+	st.ok(j, ps.RejectedLogRecords(), ps.ErrorMessage())
+}
+
+// waitConnected dials the endpoint and waits until the connection is ready, fails once, ctx is
+// done or timeout has passed, so that the rate's clock does not start with a handshake. An endpoint
+// that is down is no error here: the requests will fail and be counted.
+func waitConnected(ctx context.Context, conn *grpc.ClientConn, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	conn.Connect()
+	for {
+		state := conn.GetState()
+		if state == connectivity.Ready || state == connectivity.TransientFailure || state == connectivity.Shutdown {
+			return
+		}
+		if !conn.WaitForStateChange(ctx, state) {
+			return
+		}
+	}
+}
+
+// run sends batches until ctx is done or o.duration has passed, then waits for the requests in
+// flight and prints the final summary. It returns errNothingAccepted when no request succeeded.
+func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error) {
+	g, err := gen.New(o.gen, rand.New(rand.NewPCG(o.seed, o.seed^0x5851f42d4c957f2d)))
+	if err != nil {
+		return summary{}, err
+	}
+	conn, err := grpc.NewClient(o.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return summary{}, fmt.Errorf("endpoint %q: %w", o.endpoint, err)
+	}
+	defer conn.Close()
+	interval := o.interval()
+	if !o.quiet {
+		fmt.Fprintf(out, "loadgen: sending %s to %s: %g records/s in batches of %d (one every %v), "+
+			"%d services × %d series, seed %d\n",
+			o.signalNames(), o.endpoint, o.rate, o.batch, interval, o.gen.Services, o.gen.Series, o.seed)
+	}
+	waitConnected(ctx, conn, o.timeout)
+	exp := exporter{
+		traces:  ptraceotlp.NewGRPCClient(conn),
+		logs:    plogotlp.NewGRPCClient(conn),
+		timeout: o.timeout,
+	}
+
+	st := &stats{errOut: errOut}
+	jobs := make(chan job)
+	var wg sync.WaitGroup
+	for range o.concurrency {
+		wg.Go(func() {
+			for j := range jobs {
+				exp.send(j, st)
+			}
+		})
+	}
+
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	report := time.NewTicker(o.reportEvery)
+	defer report.Stop()
+	start := time.Now()
+	if o.duration > 0 { // the clock starts once connected
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, start.Add(o.duration))
+		defer cancel()
+	}
+	printReport := func() {
+		if !o.quiet {
+			fmt.Fprintln(out, st.snapshot(time.Since(start)).line())
+		}
+	}
+
+	nextSpans := o.spans // with both signals, batches alternate, spans first
+	// dispatch builds the next batch and hands it to a worker; while all of them are busy it waits,
+	// still printing the summary lines. It is false once ctx is done.
+	dispatch := func() bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		j := job{spans: nextSpans, n: int64(o.batch)}
+		now := time.Now()
+		if j.spans {
+			j.traces, j.counts = g.Spans(now, o.batch)
+		} else {
+			j.logs, j.counts = g.Logs(now, o.batch)
+		}
+		if o.spans && o.logs {
+			nextSpans = !nextSpans
+		}
+		for {
+			select {
+			case jobs <- j:
+				return true
+			case <-report.C:
+				printReport()
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
+
+	// Batch i is due at start + i·interval. A tick sends every batch that is due, so that a tick
+	// the ticker dropped while the machine or the endpoint was slow is made up for; but the backlog
+	// is capped, and what a longer stall leaves over is skipped rather than sent in a burst.
+	maxBacklog := int64(o.concurrency)
+	var dispatched int64
+	dueBy := func(t time.Time) int64 { return int64(t.Sub(start)/interval) + 1 }
+	catchUp := func(now time.Time) bool {
+		due := dueBy(now)
+		if behind := due - dispatched - maxBacklog; behind > 0 {
+			st.skipped(behind * int64(o.batch))
+			dispatched += behind
+		}
+		for ; dispatched < due; dispatched++ {
+			if !dispatch() {
+				return false
+			}
+		}
+		return true
+	}
+
+	for running := catchUp(start); running; {
+		select {
+		case <-ctx.Done():
+			running = false
+		case now := <-tick.C:
+			running = catchUp(now)
+		case <-report.C:
+			printReport()
+		}
+	}
+	// Batches that fell due while the loop was stuck waiting for a worker were skipped too; the one
+	// that fell due in the last interval is not counted, as its tick may simply not have come yet.
+	stop := time.Now()
+	if end := start.Add(o.duration); o.duration > 0 && stop.After(end) {
+		stop = end
+	}
+	if behind := dueBy(stop) - dispatched - 1; behind > 0 {
+		st.skipped(behind * int64(o.batch))
+	}
+	close(jobs)
+	wg.Wait()
+
+	final := st.snapshot(time.Since(start))
+	if !o.quiet {
+		fmt.Fprintln(out, final.line())
+	}
+	if final.Requests == 0 {
+		return final, fmt.Errorf("%w at %s (%d failed)", errNothingAccepted, o.endpoint, final.FailedRequests)
+	}
+	return final, nil
+}

@@ -1,0 +1,86 @@
+package windowaggregator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
+)
+
+// FuzzConfig: any YAML either fails to unmarshal or validate, or builds a working component. It never
+// panics, and a config that validates always compiles into an engine.
+func FuzzConfig(f *testing.F) {
+	f.Add("window: {size: 1m, slide: 15s}\naggregations: [{name: a, signal: spans, outputs: [count, p99]}]")
+	f.Add("window: {size: 10s}\nallowed_lateness: -1s\naggregations: [{name: a, signal: logs, value: 'attribute:x', outputs: [p999, histogram]}]")
+	f.Add("window: {size: 1h}\nwatermark: {idle_timeout: 1s}\nmax_series: 1\naggregations: [{name: a, signal: spans, where: {span_kind: [server], attributes: {k: 1}}, group_by: [span.kind]}]")
+	f.Fuzz(func(t *testing.T, doc string) {
+		var raw map[string]any
+		if yaml.Unmarshal([]byte(doc), &raw) != nil {
+			return
+		}
+		cfg := createDefaultConfig().(*Config)
+		if confmap.NewFromStringMap(raw).Unmarshal(cfg) != nil {
+			return
+		}
+		if confmap.Validate(cfg) != nil {
+			return
+		}
+		ecfg := stream.Config{Size: cfg.Window.Size, Slide: cfg.Window.Slide, MaxOutOfOrderness: cfg.Watermark.MaxOutOfOrderness,
+			IdleTimeout: cfg.Watermark.IdleTimeout, MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness}
+		for i, ac := range cfg.Aggregations {
+			a, err := compileAggregation(i, ac)
+			if err != nil {
+				t.Fatalf("a config that validates does not compile: %v\n%s", err, doc)
+			}
+			ecfg.Aggregations = append(ecfg.Aggregations, a.engineAggregation(cfg.MaxSeries))
+		}
+		if _, err := stream.New(ecfg); err != nil {
+			t.Fatalf("a config that validates is refused by the engine: %v\n%s", err, doc)
+		}
+	})
+}
+
+// FuzzIngestTraces: arbitrary OTLP trace payloads go through the connector without a panic, and
+// every span is accounted for exactly once in the records counter.
+func FuzzIngestTraces(f *testing.F) {
+	var m ptrace.ProtoMarshaler
+	for _, td := range []ptrace.Traces{
+		traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10}, spanSpec{service: "b", name: "/y", end: 12, ms: 3}),
+		traces(spanSpec{service: "a", name: "/x"}, spanSpec{service: "a", name: "/x", end: 1e12, ms: -5, attrs: map[string]any{"k": []any{1, "x"}}}),
+	} {
+		b, err := m.MarshalTraces(td)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		var u ptrace.ProtoUnmarshaler
+		td, err := u.UnmarshalTraces(payload)
+		if err != nil {
+			return
+		}
+		useFakeClock(t)
+		cfg := baseConfig()
+		cfg.AllowedLateness = time.Second
+		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"service.name", "span.name", "k"},
+			Outputs: []string{"count", "sum", "p99", "histogram"}}}
+		h := newConnectorHarness(t, cfg, true)
+		h.sendTraces(td)
+		h.sendTraces(td) // again: now partly late
+		var total int64
+		for _, outcome := range []string{"aggregated", "late_updated", "late", "unmatched"} {
+			total += counterValue(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": outcome})
+		}
+		if want := int64(2 * td.SpanCount()); total != want {
+			t.Fatalf("records counted %d, want %d", total, want)
+		}
+		h.shutdown()
+		_ = context.Background()
+	})
+}
