@@ -173,3 +173,26 @@ func (f *flakyMetrics) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) e
 }
 
 func (f *flakyMetrics) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func TestShutdownWhileIngesting(t *testing.T) {
+	useFakeClock(t)
+	h := newConnectorHarness(t, latencyConfig(), true)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range 200 {
+				for _, consume := range h.traces {
+					// Errors are fine once the pipeline is down; races and panics are not.
+					_ = consume(context.Background(), traces(spanSpec{service: "a", name: "/x", end: float64(1 + (g*200+i)%300), ms: 1}))
+				}
+			}
+		}()
+	}
+	close(start)
+	h.shutdown()
+	wg.Wait()
+}
