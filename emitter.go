@@ -101,7 +101,11 @@ func (em *emitter) sendLocked(ctx context.Context) {
 		md, n := b.take()
 		targets := s.sinksFor(input)
 		if len(targets) == 0 {
-			s.tel.pointsDropped.Add(ctx, int64(n), reasonAttr("no_metrics_pipeline"))
+			reason := "no_metrics_pipeline"
+			if s.hasSinks() {
+				reason = "shutdown" // every metrics output has shut down
+			}
+			s.tel.pointsDropped.Add(ctx, int64(n), reasonAttr(reason))
 			continue
 		}
 		for i, to := range targets {

@@ -164,6 +164,13 @@ func (s *shared) sinksFor(input int) []*sink {
 	return all
 }
 
+// hasSinks reports whether any metrics output was ever registered.
+func (s *shared) hasSinks() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sinks) > 0
+}
+
 // start runs with every instance's Start; the first one starts the ticker and restores state.
 func (s *shared) start(ctx context.Context, host component.Host) error {
 	s.mu.Lock()
