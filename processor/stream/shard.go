@@ -162,7 +162,8 @@ func (s *shard) flushSeries(se *series, oldW, w int64) {
 }
 
 // fireLate emits a late firing for every window that had fired and not expired at oldW and that
-// holds a pane with late records.
+// holds a pane with late records. A window of this series whose records all came late never fired
+// for it: that firing is its first, with the whole window.
 func (s *shard) fireLate(se *series, oldW int64) uint64 {
 	g := s.g
 	var fired uint64
@@ -176,16 +177,21 @@ func (s *shard) fireLate(se *series, oldW int64) uint64 {
 		// Window ends are multiples of slide: round lo up.
 		e := (floorDiv(lo-1, g.slide) + 1) * g.slide
 		for ; e <= hi; e += g.slide {
-			s.emit(se, e-g.size, e, true)
-			fired++
+			if s.emit(se, e-g.size, e, true) {
+				fired++
+			} else {
+				s.windowsFired++ // every record of the window came late: this was its first firing
+			}
 			lastE = e
 		}
 	}
 	return fired
 }
 
-// emit merges the panes of window [start, end) into a Result.
-func (s *shard) emit(se *series, start, end int64, late bool) {
+// emit merges the panes of window [start, end) into a Result. Asked for a late firing of a window
+// whose records are all late ones, it emits a first firing instead; it reports whether the result is a
+// late firing.
+func (s *shard) emit(se *series, start, end int64, late bool) bool {
 	a := &s.aggs[se.agg]
 	s.wTotal, s.wDelta = stats{}, stats{}
 	if a.keepsSketch() {
@@ -206,6 +212,9 @@ func (s *shard) emit(se *series, start, end int64, late bool) {
 				s.wDeltaHst.Merge(p.deltaHist)
 			}
 		}
+	}
+	if late && s.wDelta.count == s.wTotal.count {
+		late = false // nothing of this window had come before: it never fired for this series
 	}
 	r := s.pending.next()
 	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.Late = se.agg, se.key, se.overflow, start, end, late
@@ -229,4 +238,5 @@ func (s *shard) emit(se *series, start, end int64, late bool) {
 			r.setHist(s.wHist)
 		}
 	}
+	return late
 }

@@ -1,0 +1,119 @@
+package stream
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator/processor/clock"
+)
+
+// benchRecords is a stream of latency-like records over nSeries keys, in event-time order with a
+// little disorder, spaced so that every series gets a few records per pane.
+type benchRecords struct {
+	keys   [][]byte
+	offset []int64 // event-time offsets within a batch
+	values []float64
+}
+
+func newBenchRecords(nSeries, n int) *benchRecords {
+	rng := rand.New(rand.NewPCG(7, 9))
+	br := &benchRecords{}
+	for i := range nSeries {
+		br.keys = append(br.keys, []byte("service-"+strconv.Itoa(i%10)+"/GET /api/item"+strconv.Itoa(i)))
+	}
+	for range n {
+		br.offset = append(br.offset, rng.Int64N(int64(time.Second)))
+		br.values = append(br.values, math.Exp(3.7+0.6*rng.NormFloat64()))
+	}
+	return br
+}
+
+// benchEngine feeds b.N records in batches of 1000 that advance event time so that every series gets
+// about ten records per pane, and collects after every batch as the component does. It reports ns and
+// allocs per record, window firings included.
+func benchEngine(b *testing.B, size, slide time.Duration, nSeries int) {
+	const batch = 1000
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	e, err := New(Config{Size: size, Slide: slide, MaxFutureSkew: 1000 * time.Hour, Clock: clk,
+		Aggregations: []Aggregation{{MaxSeries: nSeries + 1, Quantiles: []float64{0.5, 0.95, 0.99}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := newBenchRecords(nSeries, batch)
+	var results int
+	sink := func(r *Result) { results++ }
+	t := int64(time.Second)
+	// Event time per batch: ten records per series and pane.
+	step := max(int64(slide)*batch/(10*int64(nSeries)), 1)
+	k := 0
+	feed := func(n int) {
+		for done := 0; done < n; {
+			bt := e.Begin(clk.Now())
+			for i := 0; i < batch && done < n; i, done = i+1, done+1 {
+				bt.Add(0, br.keys[k], t+br.offset[i]%step, br.values[i])
+				if k++; k == len(br.keys) {
+					k = 0
+				}
+			}
+			bt.End()
+			t += step
+			if e.Due() {
+				e.Collect(clk.Now(), sink)
+			}
+		}
+	}
+	// Warm up: every series has live panes and the pools are full, as in steady state.
+	feed(max(2*nSeries, int(int64(size+2*slide)/step)*batch))
+	b.ReportAllocs()
+	b.ResetTimer()
+	feed(b.N)
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/record")
+	_ = results
+}
+
+func BenchmarkIngest(b *testing.B) {
+	for _, w := range []struct {
+		name        string
+		size, slide time.Duration
+	}{
+		{"tumbling", time.Minute, time.Minute},
+		{"sliding4", time.Minute, 15 * time.Second},
+		{"sliding60", time.Minute, time.Second},
+	} {
+		for _, n := range []int{1, 1000, 100_000} {
+			b.Run(fmt.Sprintf("%s/series=%d", w.name, n), func(b *testing.B) { benchEngine(b, w.size, w.slide, n) })
+		}
+	}
+}
+
+// BenchmarkBytesPerSeries reports the heap held per series with one pane of 20 latency-like values
+// and three percentiles.
+func BenchmarkBytesPerSeries(b *testing.B) {
+	const nSeries = 10_000
+	for range b.N {
+		clk := clock.NewFake(time.Unix(1000, 0))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		e, _ := New(Config{Size: time.Minute, MaxFutureSkew: time.Hour, Clock: clk,
+			Aggregations: []Aggregation{{MaxSeries: nSeries, Quantiles: []float64{0.5, 0.95, 0.99}}}})
+		br := newBenchRecords(nSeries, 20)
+		bt := e.Begin(clk.Now())
+		for _, key := range br.keys {
+			for i := range br.values {
+				bt.Add(0, key, 500*int64(time.Second), br.values[i])
+			}
+		}
+		bt.End()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/nSeries, "bytes/series")
+		runtime.KeepAlive(e)
+	}
+}

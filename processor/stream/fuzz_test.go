@@ -1,0 +1,322 @@
+package stream
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator/processor/clock"
+)
+
+// FuzzIngest decodes its input into a configuration and a sequence of operations (batches of records,
+// Collects and clock moves, Snapshot+Restore, damaged snapshots) and checks, whatever the input:
+//   - nothing panics, and every Add returns a valid Verdict: the one the contract gives for the record
+//     against the watermark of its batch's Begin (as the reference model computes it);
+//   - Watermark() is the model's W after every operation, and never moves back;
+//   - every firing is well formed (its window's geometry, Count > 0, consistent value counts, quantiles
+//     within [Min, Max], Hist present as configured and counting ValueCount values), and a window has at
+//     most one first firing;
+//   - accounting: after FireAll, the Counts of all firings of each window, summed over its series
+//     (overflow included), equal the records added to it; no series is left held;
+//   - a truncated snapshot never restores, and a damaged one never makes Restore panic.
+//
+// Unlike TestEngineMatchesReferenceModel it does not Collect after every batch, so firings are also
+// produced by flush points inside Add and Snapshot.
+func FuzzIngest(f *testing.F) {
+	f.Add([]byte{0, 0, 5, 0x01, 0, 0, 20, 0x12, 10, 1, 30, 4, 40, 6, 7, 4, 250, 1, 3, 0x21, 0xf6, 2, 9})
+	f.Add([]byte{1, 1, 4, 0x00, 0xf0, 0, 10, 0x11, 0x10, 0, 11, 0x22, 0x80, 3, 12, 4, 210, 6, 77, 3, 2, 0x31, 0xf4, 1, 0xff, 7})
+	f.Add([]byte{2, 2, 8, 0x05, 100, 0, 0, 0x15, 0x90, 1, 1, 0x25, 0x8f, 4, 2, 0x35, 5, 0xf1, 3, 0x45, 0xc8, 0xf8, 4, 4, 230, 6, 128, 1, 3, 0x07, 0x81, 0xf7, 6})
+	f.Add([]byte{3, 3, 6, 0x01, 1, 1, 8, 0x02, 0xff, 2, 9, 0x03, 2, 3, 10, 0x04, 0xfe, 4, 11, 0x05, 3, 0xfb, 12, 0x06, 0xfc, 0xfd, 13, 5, 40, 4, 255, 6, 200, 2, 3, 0x07, 0x80, 0xf2, 14, 7})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if msg := runFuzzOps(data); msg != "" {
+			t.Fatalf("%s\ninput: %q", msg, data)
+		}
+	})
+}
+
+type fuzzSetup struct {
+	cfg  Config
+	unit int64 // the time step of the encoding
+	base int64 // wall clock at the start
+}
+
+func fuzzSetups() []fuzzSetup {
+	s := time.Second
+	q := []float64{0.5, 0.99}
+	return []fuzzSetup{
+		{Config{Size: 10 * s, MaxFutureSkew: 30 * s, Aggregations: []Aggregation{{MaxSeries: 100, Quantiles: q, Histogram: true}}},
+			int64(2500 * time.Millisecond), realNow},
+		{Config{Size: 10 * s, AllowedLateness: 5 * s, MaxOutOfOrderness: 2 * s, IdleTimeout: 10 * s, MaxFutureSkew: 30 * s, Shards: 2,
+			Aggregations: []Aggregation{{MaxSeries: 2, Histogram: true}, {MaxSeries: 100, Quantiles: []float64{0.9, 0, 1}}}},
+			int64(2500 * time.Millisecond), realNow},
+		{Config{Size: 4 * s, Slide: s, AllowedLateness: 3 * s, MaxOutOfOrderness: s, IdleTimeout: 5 * s, MaxFutureSkew: 20 * s, Shards: 1,
+			Aggregations: []Aggregation{{MaxSeries: 3, Quantiles: q, Histogram: true}}},
+			int64(500 * time.Millisecond), realNow},
+		{Config{Size: 40, Slide: 10, AllowedLateness: 20, MaxOutOfOrderness: 5, IdleTimeout: 30, MaxFutureSkew: 100, Shards: 4,
+			Aggregations: []Aggregation{{MaxSeries: 2}, {MaxSeries: 100, Quantiles: q, Histogram: true}}},
+			5, realNow},
+		{Config{Size: 10 * s, Slide: 2500 * time.Millisecond, AllowedLateness: 5 * s, IdleTimeout: 4 * s, MaxFutureSkew: 5 * s,
+			Aggregations: []Aggregation{{MaxSeries: 4, Quantiles: q, Histogram: true}}},
+			int64(time.Second), int64(12 * s)}, // near the epoch: negative window starts, t <= 0
+	}
+}
+
+type fuzzReader struct{ b []byte }
+
+func (r *fuzzReader) done() bool { return len(r.b) == 0 }
+
+func (r *fuzzReader) next() byte {
+	if len(r.b) == 0 {
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+var fuzzKeys = []string{"", "a", "b", "c", "d", "e", "f", "g"}
+
+func fuzzValue(b byte) float64 {
+	switch b {
+	case 0:
+		return math.NaN()
+	case 1:
+		return math.Inf(1)
+	case 2:
+		return math.Inf(-1)
+	case 3:
+		return 0
+	case 4:
+		return math.Copysign(0, -1)
+	case 5:
+		return math.MaxFloat64
+	case 6:
+		return math.SmallestNonzeroFloat64
+	case 7:
+		return -math.MaxFloat64
+	}
+	v := math.Ldexp(1+float64(b&7)/8, int(b>>3)*3-40) // 2^-40 .. 2^53
+	if b&8 != 0 {
+		v = -v
+	}
+	return v
+}
+
+func runFuzzOps(data []byte) (msg string) {
+	r := &fuzzReader{b: data}
+	setups := fuzzSetups()
+	st := setups[int(r.next())%len(setups)]
+	cfg := st.cfg
+	size, slide := int64(cfg.Size), int64(cfg.Size)
+	if cfg.Slide != 0 {
+		slide = int64(cfg.Slide)
+	}
+	now := st.base
+	newEngine := func() *Engine {
+		c := cfg
+		c.Clock = clock.NewFake(time.Unix(0, now))
+		e, err := New(c)
+		if err != nil {
+			panic(err)
+		}
+		return e
+	}
+	e := newEngine()
+	mc := &modelConfig{size: cfg.Size, slide: cfg.Slide, lateness: cfg.AllowedLateness, ooo: cfg.MaxOutOfOrderness,
+		idle: cfg.IdleTimeout, skew: cfg.MaxFutureSkew, aggs: cfg.Aggregations}
+	m := newRefModel(mc)
+	m.quiet = true
+	tf := timeFmt{st.base}
+
+	type aggWin struct {
+		agg   int
+		start int64
+	}
+	carried := map[aggWin]uint64{}
+	firsts := map[windowID]bool{}
+	var verdicts [numVerdicts]uint64 // since the engine was made or restored
+	var problems []string
+	onResult := func(res *Result) {
+		f := firingFromResult(res)
+		a := cfg.Aggregations[f.Agg]
+		bad := func(what string) { problems = append(problems, what+": "+tf.firing(&f)) }
+		carried[aggWin{f.Agg, f.Start}] += f.Count
+		switch {
+		case f.End-f.Start != size || mod(f.Start, slide) != 0:
+			bad("window not aligned")
+		case f.Count == 0:
+			bad("firing without records")
+		case f.ValueCount > f.Count || f.ValueCount > f.WindowValueCount:
+			bad("value counts inconsistent")
+		case !f.Late && f.ValueCount != f.WindowValueCount:
+			bad("first firing whose value count is not the window's")
+		case f.Overflow && f.Key != "":
+			bad("overflow firing with a key")
+		case f.HasHist != a.Histogram:
+			bad("histogram presence")
+		case f.HasHist && (f.HistCount != f.ValueCount || f.HistBuckets != f.HistCount):
+			bad("histogram count")
+		case f.WindowValueCount > 0 && len(f.Quantiles) != len(a.Quantiles):
+			bad("quantile count")
+		case f.WindowValueCount > 0 && !(f.Min <= f.Max):
+			bad("min > max")
+		}
+		if f.WindowValueCount > 0 {
+			for _, q := range f.Quantiles {
+				if !(q >= f.Min && q <= f.Max) {
+					bad("quantile outside [min, max]")
+				}
+			}
+		}
+		if !f.Late {
+			if firsts[f.window()] {
+				bad("second first firing of a window")
+			}
+			firsts[f.window()] = true
+		}
+	}
+	lastW := int64(math.MinInt64)
+	checkW := func(when string) {
+		w := e.Watermark()
+		if w != m.watermark() {
+			problems = append(problems, fmt.Sprintf("%s: Watermark() = %s, the model's W is %s", when, tf.t(w), tf.t(m.watermark())))
+		}
+		if w < lastW {
+			problems = append(problems, fmt.Sprintf("%s: watermark moved back from %s to %s", when, tf.t(lastW), tf.t(w)))
+		}
+		lastW = max(lastW, w)
+	}
+	advance := func(b byte) {
+		if b < 200 {
+			now += int64(b) * st.unit / 4
+		} else {
+			now += int64(b-199) * st.unit * 4
+		}
+	}
+	records := 0
+	for op := 0; op < 300 && !r.done() && len(problems) == 0; op++ {
+		switch c := r.next(); c % 8 {
+		case 0, 1, 2, 3: // a batch
+			n := int(r.next()) % 17
+			b := e.Begin(now)
+			mb := m.begin(now)
+			for range n {
+				kb, tb, jb, vb := r.next(), r.next(), r.next(), r.next()
+				agg := int(kb>>4) % len(cfg.Aggregations)
+				key := fuzzKeys[kb&7]
+				// mostly behind the wall clock: from -40 to +31.75 units, give or take 2 ns
+				t := now + (int64(int8(tb))-32)*st.unit/4 + int64(jb%5) - 2
+				switch jb {
+				case 240:
+					t = 0
+				case 241:
+					t = -1
+				case 242:
+					t = 1
+				case 243:
+					t = now + int64(cfg.MaxFutureSkew)
+				case 244:
+					t = now + int64(cfg.MaxFutureSkew) + 1
+				case 245:
+					t = math.MaxInt64
+				case 246:
+					t = math.MinInt64
+				case 247, 248, 249: // on a window boundary near the watermark, give or take 1 ns
+					w := m.watermark()
+					if w == math.MinInt64 {
+						w = now
+					}
+					t = w - mod(w, slide) + int64(int8(tb))%8*slide + int64(jb) - 248
+				}
+				v := fuzzValue(vb)
+				got := b.Add(agg, []byte(key), t, v)
+				want := mb.add(agg, key, t, v)
+				if got != want {
+					problems = append(problems, fmt.Sprintf("op %d: Add(%d, %q, %s, %g) = %v, want %v (W at Begin %s)",
+						op, agg, key, tf.t(t), v, got, want, tf.t(mb.watermarkOrInf())))
+				}
+				if got < numVerdicts {
+					verdicts[got]++
+				}
+				records++
+			}
+			b.End()
+			mb.end()
+			checkW(fmt.Sprintf("op %d (batch End)", op))
+		case 4: // clock moves, then Collect
+			advance(r.next())
+			e.Collect(now, onResult)
+			m.collect(now)
+			checkW(fmt.Sprintf("op %d (Collect)", op))
+		case 5: // the clock moves
+			advance(r.next())
+		case 6: // Snapshot, Restore into a fresh engine; damaged copies must not restore
+			cb, fb := r.next(), r.next()
+			snap := e.Snapshot(nil)
+			e2 := newEngine()
+			if err := e2.Restore(snap); err != nil {
+				return fmt.Sprintf("op %d: Restore of a fresh %d-byte snapshot: %v", op, len(snap), err)
+			}
+			if cut := len(snap) * int(cb) / 256; cut < len(snap) {
+				if err := newEngine().Restore(snap[:cut]); err == nil {
+					return fmt.Sprintf("op %d: a snapshot cut to %d of %d bytes restored", op, cut, len(snap))
+				}
+			}
+			d := slices.Clone(snap)
+			d[len(d)*int(cb)/256] ^= fb | 1
+			if e3 := newEngine(); e3.Restore(d) == nil { // undetected damage may give odd numbers, not a panic
+				e3.Collect(now, func(*Result) {})
+				e3.FireAll(func(*Result) {})
+			}
+			e = e2
+			verdicts = [numVerdicts]uint64{}
+			checkW(fmt.Sprintf("op %d (Restore)", op))
+		case 7: // Collect
+			e.Collect(now, onResult)
+			m.collect(now)
+			checkW(fmt.Sprintf("op %d (Collect)", op))
+		}
+		if records > 3000 {
+			break
+		}
+	}
+	if len(problems) > 0 {
+		return strings.Join(problems[:min(len(problems), 10)], "\n")
+	}
+	if s := e.Stats(); s.Verdicts != verdicts {
+		return fmt.Sprintf("Stats().Verdicts = %v, the Adds since the last Restore returned %v", s.Verdicts, verdicts)
+	}
+	e.FireAll(onResult)
+	m.fireAll()
+	if len(problems) > 0 {
+		return strings.Join(problems[:min(len(problems), 10)], "\n")
+	}
+	added := map[aggWin]uint64{}
+	for id, n := range m.added {
+		added[aggWin{id.agg, id.start}] += n
+	}
+	var bad []string
+	for k, n := range added {
+		if carried[k] != n {
+			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, %d were added",
+				k.agg, tf.window(k.start, k.start+size), carried[k], n))
+		}
+	}
+	for k, n := range carried {
+		if added[k] == 0 {
+			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, none was added",
+				k.agg, tf.window(k.start, k.start+size), n))
+		}
+	}
+	s := e.Stats()
+	for a := range cfg.Aggregations {
+		if s.ActiveSeries[a] != 0 || s.OverflowActive[a] {
+			bad = append(bad, fmt.Sprintf("after FireAll agg%d: ActiveSeries %d, OverflowActive %v", a, s.ActiveSeries[a], s.OverflowActive[a]))
+		}
+	}
+	slices.Sort(bad)
+	return strings.Join(bad[:min(len(bad), 10)], "\n")
+}
