@@ -1,8 +1,6 @@
 package stream
 
 import (
-	"math"
-
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
@@ -19,11 +17,13 @@ func (s *stats) add(v float64, hasValue bool) {
 	if !hasValue {
 		return
 	}
-	if s.valueCount == 0 {
-		s.min, s.max = v, v
-	} else {
-		s.min = math.Min(s.min, v)
-		s.max = math.Max(s.max, v)
+	// Values are finite (NaN never gets here), so plain comparisons do what math.Min and math.Max
+	// would, faster.
+	if s.valueCount == 0 || v < s.min {
+		s.min = v
+	}
+	if s.valueCount == 0 || v > s.max {
+		s.max = v
 	}
 	s.valueCount++
 	s.sum += v
@@ -34,17 +34,18 @@ func (s *stats) merge(o *stats) {
 	if o.valueCount == 0 {
 		return
 	}
-	if s.valueCount == 0 {
-		s.min, s.max = o.min, o.max
-	} else {
-		s.min = math.Min(s.min, o.min)
-		s.max = math.Max(s.max, o.max)
+	if s.valueCount == 0 || o.min < s.min {
+		s.min = o.min
+	}
+	if s.valueCount == 0 || o.max > s.max {
+		s.max = o.max
 	}
 	s.valueCount += o.valueCount
 	s.sum += o.sum
 }
 
-// pane holds one series' records of one slide, [start, start+slide).
+// pane holds one series' records of one slide, [start, start+slide). A series keeps its panes by
+// value, contiguous, so that merging a window's panes reads memory in order.
 type pane struct {
 	start int64
 	total stats
@@ -85,41 +86,44 @@ func (p *pane) clearDelta() {
 // newSketch is the one place that picks the sketch's parameters.
 func newSketch() *sketch.Histogram { return sketch.New(sketch.DefaultScale, sketch.DefaultMaxBuckets) }
 
-// panePool recycles panes, and their sketches, within a shard.
-type panePool struct {
-	free []*pane
+// sketchPool recycles the sketches of dropped panes within a shard.
+type sketchPool struct {
+	free []*sketch.Histogram
 }
 
-func (pp *panePool) get(start int64, a *Aggregation) *pane {
-	var p *pane
-	if n := len(pp.free); n > 0 {
-		p = pp.free[n-1]
-		pp.free[n-1] = nil
-		pp.free = pp.free[:n-1]
-	} else {
-		p = &pane{}
+func (sp *sketchPool) get() *sketch.Histogram {
+	n := len(sp.free)
+	if n == 0 {
+		return newSketch()
 	}
-	p.start = start
-	p.total, p.delta = stats{}, stats{}
+	h := sp.free[n-1]
+	sp.free[n-1] = nil
+	sp.free = sp.free[:n-1]
+	h.Reset()
+	return h
+}
+
+func (sp *sketchPool) put(h *sketch.Histogram) {
+	if h != nil {
+		sp.free = append(sp.free, h)
+	}
+}
+
+// newPane returns an empty pane at start with the sketches that aggregation a keeps.
+func newPane(start int64, a *Aggregation, sp *sketchPool) pane {
+	p := pane{start: start}
 	if a.keepsSketch() {
-		if p.hist == nil {
-			p.hist = newSketch()
-		} else {
-			p.hist.Reset()
-		}
-	} else {
-		p.hist = nil
+		p.hist = sp.get()
 	}
 	if a.Histogram {
-		if p.deltaHist == nil {
-			p.deltaHist = newSketch()
-		} else {
-			p.deltaHist.Reset()
-		}
-	} else {
-		p.deltaHist = nil
+		p.deltaHist = sp.get()
 	}
 	return p
 }
 
-func (pp *panePool) put(p *pane) { pp.free = append(pp.free, p) }
+// release gives the pane's sketches back to the pool.
+func (p *pane) release(sp *sketchPool) {
+	sp.put(p.hist)
+	sp.put(p.deltaHist)
+	p.hist, p.deltaHist = nil, nil
+}

@@ -1,6 +1,8 @@
 package stream
 
-import "sort"
+import (
+	"github.com/windowaggregator/windowaggregator/processor/sketch"
+)
 
 // series is one distinct key of one aggregation, with its live panes.
 type series struct {
@@ -8,40 +10,71 @@ type series struct {
 	agg      int
 	overflow bool
 	pos      int     // index in its shard's list
-	panes    []*pane // sorted by start
+	panes    []pane // sorted by start
+
+	// For sliding windows with a sketch: acc holds the values of the panes in [accEnd-size, accEnd),
+	// kept up to date as records arrive and panes leave, so that the next window's sketch is acc plus
+	// the pane that enters minus the pane that leaves rather than a merge of every pane.
+	acc    *sketch.Histogram
+	accEnd int64
+	accOK  bool
 }
 
-// pane returns the series' pane starting at start, creating it if needed.
-func (s *series) pane(start int64, pool *panePool, a *Aggregation) *pane {
+// pane returns the series' pane starting at start, creating it if needed. The pointer is valid until
+// the series' panes change.
+func (s *series) pane(start int64, sp *sketchPool, a *Aggregation) *pane {
 	n := len(s.panes)
 	// Records mostly go to the newest pane: look there first.
 	if n > 0 && s.panes[n-1].start == start {
-		return s.panes[n-1]
+		return &s.panes[n-1]
 	}
 	i := n
 	if n > 0 && s.panes[n-1].start > start {
-		i = sort.Search(n, func(j int) bool { return s.panes[j].start >= start })
+		i = s.firstPaneFrom(start)
 		if s.panes[i].start == start {
-			return s.panes[i]
+			return &s.panes[i]
 		}
 	}
-	p := pool.get(start, a)
-	s.panes = append(s.panes, nil)
+	s.panes = append(s.panes, pane{})
 	copy(s.panes[i+1:], s.panes[i:])
-	s.panes[i] = p
-	return p
+	s.panes[i] = newPane(start, a, sp)
+	return &s.panes[i]
 }
+
+// paneAt returns the pane starting at start, or nil.
+func (s *series) paneAt(start int64) *pane {
+	if i := s.firstPaneFrom(start); i < len(s.panes) && s.panes[i].start == start {
+		return &s.panes[i]
+	}
+	return nil
+}
+
+// inAcc reports whether a pane starting at p is one whose values acc holds.
+func (s *series) inAcc(p, size int64) bool { return s.accOK && p >= s.accEnd-size && p < s.accEnd }
 
 // firstPaneFrom returns the index of the first pane starting at or after t.
 func (s *series) firstPaneFrom(t int64) int {
-	return sort.Search(len(s.panes), func(j int) bool { return s.panes[j].start >= t })
+	lo, hi := 0, len(s.panes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s.panes[m].start < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
-// dropPanesBefore returns to the pool every pane starting before t.
-func (s *series) dropPanesBefore(t int64, pool *panePool) {
+// dropPanesBefore returns to the pool every pane starting before t, taking their values out of acc.
+func (s *series) dropPanesBefore(t, size int64, sp *sketchPool) {
 	i := 0
 	for i < len(s.panes) && s.panes[i].start < t {
-		pool.put(s.panes[i])
+		p := &s.panes[i]
+		if s.inAcc(p.start, size) && p.hist != nil && !s.acc.Subtract(p.hist) {
+			s.accOK = false
+		}
+		p.release(sp)
 		i++
 	}
 	if i == 0 {

@@ -22,7 +22,7 @@ type shard struct {
 	overflow []*series            // per aggregation; used on the engine's overflow shard only
 	list     []*series
 	pending  resultBuffer
-	pool     panePool
+	pool     sketchPool
 
 	// scratch for merging panes into a window
 	wTotal, wDelta   stats
@@ -96,7 +96,11 @@ func (s *shard) release(se *series) bool {
 // add puts a record, judged as verdict, into series se.
 func (s *shard) add(se *series, t int64, v float64, hasValue bool, verdict Verdict) {
 	late := verdict == LateUpdate
-	se.pane(s.g.paneStart(t), &s.pool, &s.aggs[se.agg]).add(v, hasValue, late)
+	p := se.pane(s.g.paneStart(t), &s.pool, &s.aggs[se.agg])
+	p.add(v, hasValue, late)
+	if hasValue && p.hist != nil && se.inAcc(p.start, s.g.size) {
+		se.acc.Insert(v)
+	}
 	if late {
 		s.dirty = true
 	}
@@ -155,10 +159,12 @@ func (s *shard) flushSeries(se *series, oldW, w int64) {
 		s.windowsFired++
 		e += g.slide
 	}
-	for _, p := range se.panes {
-		p.clearDelta()
+	if s.dirty {
+		for i := range se.panes {
+			se.panes[i].clearDelta()
+		}
 	}
-	se.dropPanesBefore(w-g.lateness-g.size+1, &s.pool)
+	se.dropPanesBefore(w-g.lateness-g.size+1, g.size, &s.pool)
 }
 
 // fireLate emits a late firing for every window that had fired and not expired at oldW and that
@@ -168,7 +174,8 @@ func (s *shard) fireLate(se *series, oldW int64) uint64 {
 	g := s.g
 	var fired uint64
 	lastE := minTime // the last window end emitted, so that no window fires twice
-	for _, p := range se.panes {
+	for i := range se.panes {
+		p := &se.panes[i]
 		if !p.dirty() {
 			continue
 		}
@@ -194,18 +201,14 @@ func (s *shard) fireLate(se *series, oldW int64) uint64 {
 func (s *shard) emit(se *series, start, end int64, late bool) bool {
 	a := &s.aggs[se.agg]
 	s.wTotal, s.wDelta = stats{}, stats{}
-	if a.keepsSketch() {
-		s.wHist.Reset()
-	}
 	if late && a.Histogram {
 		s.wDeltaHst.Reset()
 	}
-	for i := se.firstPaneFrom(start); i < len(se.panes) && se.panes[i].start < end; i++ {
-		p := se.panes[i]
+	first, n := se.firstPaneFrom(start), 0
+	for i := first; i < len(se.panes) && se.panes[i].start < end; i++ {
+		p := &se.panes[i]
+		n++
 		s.wTotal.merge(&p.total)
-		if p.hist != nil {
-			s.wHist.Merge(p.hist)
-		}
 		if late && p.dirty() {
 			s.wDelta.merge(&p.delta)
 			if p.deltaHist != nil {
@@ -215,6 +218,24 @@ func (s *shard) emit(se *series, start, end int64, late bool) bool {
 	}
 	if late && s.wDelta.count == s.wTotal.count {
 		late = false // nothing of this window had come before: it never fired for this series
+	}
+	var h *sketch.Histogram // the whole window's values
+	if a.keepsSketch() {
+		switch {
+		case n == 1:
+			h = se.panes[first].hist
+		case !late && s.g.panesPerWindow > 1:
+			h = s.windowSketch(se, end)
+		default:
+			s.wHist.Reset()
+			for i := first; i < first+n; i++ {
+				s.wHist.Merge(se.panes[i].hist)
+			}
+			h = s.wHist
+		}
+		if s.wTotal.valueCount > 0 {
+			h.SetSummary(s.wTotal.sum, s.wTotal.min, s.wTotal.max)
+		}
 	}
 	r := s.pending.next()
 	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.Late = se.agg, se.key, se.overflow, start, end, late
@@ -228,15 +249,42 @@ func (s *shard) emit(se *series, start, end int64, late bool) bool {
 		r.Avg = s.wTotal.sum / float64(s.wTotal.valueCount)
 		r.Min, r.Max = s.wTotal.min, s.wTotal.max
 		for _, q := range a.Quantiles {
-			r.Quantiles = append(r.Quantiles, s.wHist.Quantile(q))
+			r.Quantiles = append(r.Quantiles, h.Quantile(q))
 		}
 	}
 	if a.Histogram {
 		if late {
 			r.setHist(s.wDeltaHst)
 		} else {
-			r.setHist(s.wHist)
+			r.setHist(h)
 		}
 	}
 	return late
+}
+
+// windowSketch returns the sketch of the series' window ending at end, a first firing of a sliding
+// window: acc brought forward pane by pane (the pane that enters merged, the one that leaves
+// subtracted), or rebuilt from the panes when it cannot be.
+func (s *shard) windowSketch(se *series, end int64) *sketch.Histogram {
+	g := s.g
+	if se.acc == nil {
+		se.acc = newSketch()
+	}
+	ok := se.accOK && end >= se.accEnd && end-se.accEnd < g.size && se.acc.Scale() == sketch.DefaultScale
+	for e := se.accEnd + g.slide; ok && e <= end; e += g.slide {
+		if p := se.paneAt(e - g.slide); p != nil {
+			se.acc.Merge(p.hist)
+		}
+		if p := se.paneAt(e - g.slide - g.size); p != nil && !se.acc.Subtract(p.hist) {
+			ok = false
+		}
+	}
+	if !ok {
+		se.acc.Reset()
+		for i := se.firstPaneFrom(end - g.size); i < len(se.panes) && se.panes[i].start < end; i++ {
+			se.acc.Merge(se.panes[i].hist)
+		}
+	}
+	se.accEnd, se.accOK = end, true
+	return se.acc
 }

@@ -95,7 +95,8 @@ func encodeSeries(enc *encoder, se *series) {
 	enc.bool(se.overflow)
 	enc.bytes(se.key)
 	enc.uvarint(uint64(len(se.panes)))
-	for _, p := range se.panes {
+	for i := range se.panes {
+		p := &se.panes[i]
 		enc.varint(p.start)
 		encodeStats(enc, &p.total)
 		encodeStats(enc, &p.delta)
@@ -199,8 +200,8 @@ func (e *Engine) Restore(b []byte) error {
 func (s *shard) adopt(se *series) {
 	se.pos = len(s.list)
 	s.list = append(s.list, se)
-	for _, p := range se.panes {
-		if p.dirty() {
+	for i := range se.panes {
+		if se.panes[i].dirty() {
 			s.dirty = true
 		}
 	}
@@ -275,7 +276,7 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 		d.fail() // a held series always has a pane
 	}
 	for range n {
-		p := &pane{start: d.varint()}
+		p := pane{start: d.varint()}
 		decodeStats(d, &p.total)
 		decodeStats(d, &p.delta)
 		p.hist = decodeSketch(d, a.keepsSketch())

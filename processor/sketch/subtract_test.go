@@ -1,0 +1,117 @@
+package sketch
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestSubtractUndoesMerge(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		a, b := New(DefaultScale, []int{16, 300, DefaultMaxBuckets}[trial%3]), New(DefaultScale, DefaultMaxBuckets)
+		var av, bv []float64
+		for range rng.IntN(300) {
+			v := math.Exp(rng.NormFloat64()*3) * float64(1-2*rng.IntN(2))
+			if rng.IntN(10) == 0 {
+				v = 0
+			}
+			av = append(av, v)
+		}
+		for range 1 + rng.IntN(300) {
+			bv = append(bv, math.Exp(rng.NormFloat64()*2+1))
+		}
+		for _, v := range av {
+			a.Insert(v)
+		}
+		for _, v := range bv {
+			b.Insert(v)
+		}
+		acc := a.Clone()
+		acc.Merge(b)
+		if !acc.Subtract(b) {
+			t.Fatalf("trial %d: could not subtract what was merged", trial)
+		}
+		// The remainder holds exactly a's values, at the scale the merge reached.
+		want := New(DefaultScale, a.MaxBuckets())
+		for _, v := range av {
+			want.Insert(v)
+		}
+		if acc.Count() != want.Count() || acc.ZeroCount() != want.ZeroCount() {
+			t.Fatalf("trial %d: count %d zero %d, want %d %d", trial, acc.Count(), acc.ZeroCount(), want.Count(), want.ZeroCount())
+		}
+		if want.Count() == 0 {
+			if acc.Scale() != DefaultScale {
+				t.Fatalf("trial %d: emptied histogram not reset to its initial scale", trial)
+			}
+			continue
+		}
+		// Compare bucket by bucket at the remainder's scale.
+		ref := New(acc.Scale(), DefaultMaxBuckets)
+		for _, v := range av {
+			ref.Insert(v)
+		}
+		if ref.Scale() != acc.Scale() || !sameCounts(ref.AppendPositiveCounts(nil), ref.PositiveOffset(), acc.AppendPositiveCounts(nil), acc.PositiveOffset()) ||
+			!sameCounts(ref.AppendNegativeCounts(nil), ref.NegativeOffset(), acc.AppendNegativeCounts(nil), acc.NegativeOffset()) {
+			t.Fatalf("trial %d: buckets after subtract differ from a's own at scale %d", trial, acc.Scale())
+		}
+	}
+}
+
+// sameCounts compares two bucket runs, ignoring zero buckets at either end.
+func sameCounts(a []uint64, ao int32, b []uint64, bo int32) bool {
+	m := map[int64]uint64{}
+	for i, c := range a {
+		if c != 0 {
+			m[int64(ao)+int64(i)] += c
+		}
+	}
+	for i, c := range b {
+		if c != 0 {
+			m[int64(bo)+int64(i)] -= c
+		}
+	}
+	for _, v := range m {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSubtractRefusesWhatIsNotThereAndChangesNothing(t *testing.T) {
+	h, o := New(DefaultScale, DefaultMaxBuckets), New(DefaultScale, DefaultMaxBuckets)
+	for _, v := range []float64{1, 2, 3, -4} {
+		h.Insert(v)
+	}
+	for _, v := range []float64{1, 2, 2, -4} { // one 2 too many
+		o.Insert(v)
+	}
+	before := h.Clone()
+	if h.Subtract(o) {
+		t.Fatal("subtracted a value h does not hold")
+	}
+	if !h.Equal(before) {
+		t.Fatal("a refused Subtract changed h")
+	}
+	coarse := New(DefaultScale-1, DefaultMaxBuckets)
+	coarse.Insert(1)
+	if h.Subtract(coarse) {
+		t.Fatal("subtracted a coarser histogram")
+	}
+}
+
+func TestSubtractAllocatesNothing(t *testing.T) {
+	h, o := New(DefaultScale, DefaultMaxBuckets), New(DefaultScale, DefaultMaxBuckets)
+	for i := range 100 {
+		o.Insert(float64(i + 1))
+	}
+	h.Merge(o)
+	h.Merge(o)
+	if n := testing.AllocsPerRun(100, func() {
+		h.Subtract(o)
+		h.Merge(o)
+	}); n != 0 {
+		t.Fatalf("%v allocs", n)
+	}
+}
