@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# End-to-end CPU cost: the load generator sends the same spans over OTLP/gRPC to a benchmark build
+# holding both components, once with window_aggregator and once with span_metrics in the pipeline
+# (count, sum and an exponential histogram, grouped by service.name, span.name and
+# http.request.method), and reports the collector's CPU seconds per million spans and the ratio.
+# Usage: scripts/bench-e2e/run.sh [spans per run, default 1000000] [rate per second, default 50000]
+set -euo pipefail
+cd "$(dirname "$0")"
+export GOTOOLCHAIN=local
+spans=${1:-1000000}
+rate=${2:-50000}
+root=../..
+mkdir -p "$root/_build"
+go run go.opentelemetry.io/collector/cmd/builder@v0.165.0 --config builder-config.yaml >/dev/null 2>&1
+(cd "$root" && go build -o _build/loadgen ./cmd/loadgen)
+bin=$root/_build/otelcol-bench/otelcol-bench
+duration=$(( (spans + rate - 1) / rate ))s
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+measure() {
+  local config=$1 port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  BENCH_PORT=$port "$bin" --config "$config" >"$root/_build/bench-$config.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 100); do (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  local before after
+  before=$(cpu_ticks "$pid")
+  "$root/_build/loadgen" -endpoint "127.0.0.1:$port" -signals spans -rate "$rate" -batch 1000 \
+    -services 10 -series 20 -duration "$duration" >"$root/_build/bench-loadgen-$config.log" 2>&1
+  after=$(cpu_ticks "$pid")
+  kill -TERM "$pid"; wait "$pid" || true
+  local sent
+  sent=$(grep -o 'spans=[0-9]*' "$root/_build/bench-loadgen-$config.log" | tail -1 | cut -d= -f2)
+  python3 -c "import os; t=($after-$before)/os.sysconf('SC_CLK_TCK'); print(f'$config: {t:.2f} CPU s for $sent spans = {t*1e6/$sent:.3f} CPU s per million spans')" | tee -a "$root/_build/bench-e2e.txt"
+}
+
+: >"$root/_build/bench-e2e.txt"
+measure window_aggregator.yaml
+measure span_metrics.yaml
+python3 - "$root/_build/bench-e2e.txt" <<'PY'
+import re, sys
+v = {l.split(':')[0]: float(re.search(r'= ([0-9.]+) CPU s per million', l).group(1)) for l in open(sys.argv[1])}
+print(f"span_metrics / window_aggregator CPU per span: {v['span_metrics.yaml'] / v['window_aggregator.yaml']:.2f}x")
+PY
