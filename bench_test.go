@@ -1,0 +1,72 @@
+package windowaggregator
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// benchTraces builds batches of 1000 spans over 10 services x 20 span names x 4 methods, each batch
+// one second of event time after the previous one.
+func benchTraces(n int, start time.Time) []ptrace.Traces {
+	methods := []string{"GET", "POST", "PUT", "DELETE"}
+	out := make([]ptrace.Traces, n)
+	for b := range out {
+		td := ptrace.NewTraces()
+		end := start.Add(time.Duration(b) * time.Second)
+		for svc := range 10 {
+			rs := td.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr("service.name", fmt.Sprintf("svc-%d", svc))
+			spans := rs.ScopeSpans().AppendEmpty().Spans()
+			for i := range 100 {
+				sp := spans.AppendEmpty()
+				sp.SetName(fmt.Sprintf("GET /api/%d", i%20))
+				sp.SetKind(ptrace.SpanKindServer)
+				sp.Attributes().PutStr("http.request.method", methods[i%4])
+				sp.SetStartTimestamp(pcommon.NewTimestampFromTime(end.Add(-time.Duration(10+i%50) * time.Millisecond)))
+				sp.SetEndTimestamp(pcommon.NewTimestampFromTime(end.Add(time.Duration(i) * time.Millisecond)))
+			}
+		}
+		out[b] = td
+	}
+	return out
+}
+
+// BenchmarkConnectorTraces is the connector's cost per span through its factory, results included.
+func BenchmarkConnectorTraces(b *testing.B) {
+	for _, outputs := range [][]string{{"count", "sum", "histogram"}, {"count", "avg", "p50", "p95", "p99", "max"}} {
+		b.Run(fmt.Sprint(outputs), func(b *testing.B) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.Window.Size = time.Minute
+			cfg.Emit.Interval = time.Hour
+			cfg.Watermark.MaxFutureSkew = maxDuration
+			cfg.Aggregations = []AggregationConfig{{Name: "http", Signal: "spans",
+				GroupBy: []string{"service.name", "span.name", "http.request.method"}, Outputs: outputs}}
+			set := connectortest.NewNopSettings(Type)
+			c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, consumertest.NewNop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = c.Shutdown(context.Background()) }()
+			batches := benchTraces(b.N+1, time.Unix(1_700_000_000, 0))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := c.ConsumeTraces(context.Background(), batches[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/span")
+		})
+	}
+}
