@@ -1,0 +1,143 @@
+package windowaggregator
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+)
+
+// memStorage is an in-memory storage extension.
+type memStorage struct {
+	component.StartFunc
+	component.ShutdownFunc
+	mu      sync.Mutex
+	data    map[string][]byte
+	failGet error
+	failSet error
+}
+
+func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+	return m, nil
+}
+func (m *memStorage) Get(_ context.Context, k string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failGet != nil {
+		return nil, m.failGet
+	}
+	return m.data[k], nil
+}
+func (m *memStorage) Set(_ context.Context, k string, v []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failSet != nil {
+		return m.failSet
+	}
+	m.data[k] = append([]byte(nil), v...)
+	return nil
+}
+func (m *memStorage) Delete(_ context.Context, k string) error { delete(m.data, k); return nil }
+func (m *memStorage) Batch(context.Context, ...*storage.Operation) error {
+	return errors.New("not used")
+}
+func (m *memStorage) Close(context.Context) error { return nil }
+
+type hostWith map[component.ID]component.Component
+
+func (h hostWith) GetExtensions() map[component.ID]component.Component { return h }
+
+var storageID = component.MustNewIDWithName("file_storage", "wa")
+
+// runWithStorage starts a connector (traces->metrics) on the storage, sends the batches, shuts down,
+// and returns what it emitted and its telemetry.
+func runWithStorage(t *testing.T, st *memStorage, sends ...[]spanSpec) ([]point, *componenttest.Telemetry) {
+	t.Helper()
+	cfg := latencyConfig()
+	cfg.Storage = &storageID
+	tel := componenttest.NewTelemetry()
+	set := connectortest.NewNopSettings(Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	sink := new(consumertest.MetricsSink)
+	c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, sink)
+	must(t, err)
+	must(t, c.Start(context.Background(), hostWith{storageID: st}))
+	for _, s := range sends {
+		must(t, c.ConsumeTraces(context.Background(), traces(s...)))
+	}
+	must(t, c.Shutdown(context.Background()))
+	return points(sink.AllMetrics()), tel
+}
+
+func TestCheckpointCarriesOpenWindowsAcrossRestart(t *testing.T) {
+	useFakeClock(t)
+	st := &memStorage{data: map[string][]byte{}}
+	ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}, {service: "a", name: "/x", end: 2, ms: 30}})
+	if len(ps) != 0 {
+		t.Fatalf("with storage, shutdown saves open windows instead of firing them: %+v", ps)
+	}
+	if counterValue(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "saved"}) == 0 {
+		t.Fatal("no checkpoint saved")
+	}
+	ps, tel = runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 3, ms: 50}}, []spanSpec{{service: "a", name: "/x", end: 12, ms: 1}})
+	wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 3) // 10, 30 before the restart, 50 after
+	wantPoint(t, ps, "lat.max", attrsAX, 0, 10, 50)
+	wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restored"}, 1)
+}
+
+func TestCorruptOrUnreadableCheckpointStartsClean(t *testing.T) {
+	for name, st := range map[string]*memStorage{
+		"corrupt":    {data: map[string][]byte{checkpointKey: []byte("WACP\x01garbage")}},
+		"truncated":  {data: map[string][]byte{checkpointKey: []byte("WA")}},
+		"version":    {data: map[string][]byte{checkpointKey: []byte("WACP\x09")}},
+		"unreadable": {data: map[string][]byte{}, failGet: errors.New("disk on fire")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			useFakeClock(t)
+			ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
+			wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 1) // works from empty windows
+			wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restore_failed"}, 1)
+		})
+	}
+}
+
+func TestCheckpointFromOtherAggregationsIsNotRestored(t *testing.T) {
+	useFakeClock(t)
+	st := &memStorage{data: map[string][]byte{}}
+	runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
+	// Same storage, another configuration.
+	cfg := latencyConfig()
+	cfg.Aggregations[0].Name = "other"
+	cfg.Storage = &storageID
+	tel := componenttest.NewTelemetry()
+	set := connectortest.NewNopSettings(Type)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, consumertest.NewNop())
+	must(t, err)
+	must(t, c.Start(context.Background(), hostWith{storageID: st}))
+	must(t, c.Shutdown(context.Background()))
+	wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restore_failed"}, 1)
+}
+
+func TestSaveFailureIsCountedAndMissingExtensionFailsStart(t *testing.T) {
+	useFakeClock(t)
+	st := &memStorage{data: map[string][]byte{}, failSet: errors.New("read-only")}
+	_, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
+	if counterValue(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "save_failed"}) == 0 {
+		t.Fatal("failed save not counted")
+	}
+	cfg := latencyConfig()
+	cfg.Storage = &storageID
+	c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(Type), cfg, consumertest.NewNop())
+	must(t, err)
+	defer func() { _ = c.Shutdown(context.Background()) }()
+	if err := c.Start(context.Background(), componenttest.NewNopHost()); err == nil {
+		t.Fatal("started without its storage extension")
+	}
+}
