@@ -9,7 +9,7 @@ type series struct {
 	key      string
 	agg      int
 	overflow bool
-	pos      int     // index in its shard's list
+	pos      int    // index in its shard's list
 	panes    []pane // sorted by start
 
 	// For sliding windows with a sketch: acc holds the values of the panes in [accEnd-size, accEnd),
