@@ -212,11 +212,14 @@ func (b *buckets) downscale(k uint) {
 }
 
 // reinit empties b for holding an occupied span of span slots starting at
-// index ulo with counters 1<<wlog bytes wide, reusing capacity.
+// index ulo with counters 1<<wlog bytes wide, reusing capacity. The window it
+// leaves is small (the span, or minSlots), not the whole capacity, so that
+// scans of the window (usedRange) stay proportional to the data; inserts grow
+// it again within the capacity without allocating.
 func (b *buckets) reinit(wlog uint8, ulo, span, maxSlots int) {
+	clear(b.data) // the bytes past len(b.data) are zero already (invariant)
 	full := b.data[:cap(b.data)]
-	clear(full)
-	n := max(span, min(cap(full)>>wlog, maxSlots))
+	n := max(span, min(minSlots, maxSlots))
 	if n<<wlog > cap(full) {
 		full = make([]byte, n<<wlog)
 	}
