@@ -49,6 +49,24 @@ type recordView struct {
 	spanKind               ptrace.SpanKind
 	status                 ptrace.StatusCode
 	severityText           string
+
+	// outer caches lookups in the scope and resource, which every record of a scope shares: a key
+	// that records lack (service.name, say) is searched for there once per scope, not per record.
+	outer []outerValue
+}
+
+type outerValue struct {
+	key   string
+	value pcommon.Value
+	src   serieskey.Source
+	found bool
+}
+
+// setScope points the view at a new scope and resource, forgetting the cached lookups.
+func (r *recordView) setScope(scope, resource pcommon.Map) {
+	r.scope, r.resource = scope, resource
+	clear(r.outer)
+	r.outer = r.outer[:0]
 }
 
 // field returns a special key's value.
@@ -71,13 +89,19 @@ func (r *recordView) lookup(key string) (pcommon.Value, serieskey.Source, bool) 
 	if v, ok := r.attrs.Get(key); ok {
 		return v, serieskey.Record, true
 	}
+	for i := range r.outer {
+		if o := &r.outer[i]; o.key == key {
+			return o.value, o.src, o.found
+		}
+	}
+	o := outerValue{key: key}
 	if v, ok := r.scope.Get(key); ok {
-		return v, serieskey.Scope, true
+		o.value, o.src, o.found = v, serieskey.Scope, true
+	} else if v, ok := r.resource.Get(key); ok {
+		o.value, o.src, o.found = v, serieskey.Resource, true
 	}
-	if v, ok := r.resource.Get(key); ok {
-		return v, serieskey.Resource, true
-	}
-	return pcommon.Value{}, 0, false
+	r.outer = append(r.outer, o)
+	return o.value, o.src, o.found
 }
 
 // keyRef is a group-by or where key, resolved once.

@@ -2,7 +2,9 @@ package windowaggregator
 
 import (
 	"context"
+	"sync"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -16,6 +18,23 @@ const (
 	reasonFuture  = "future"
 	reasonInvalid = "invalid"
 )
+
+// scratch is what one ingest call reuses: the series-key buffer and the record view with its cache.
+type scratch struct {
+	key  serieskey.Builder
+	view recordView
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// release returns the scratch to the pool, dropping its references to the batch's data.
+func (sc *scratch) release() {
+	sc.view.setScope(pcommon.Map{}, pcommon.Map{})
+	sc.view.attrs = pcommon.Map{}
+	scratchPool.Put(sc)
+}
 
 // tally counts one batch's outcomes, so that the counters are touched once per batch.
 type tally struct {
@@ -128,24 +147,24 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 		return
 	}
 	var tl tally
-	var kb serieskey.Builder
+	sc := getScratch()
+	defer sc.release()
+	kb, r := &sc.key, &sc.view
 	b := s.engine.Begin(s.engine.Now())
-	var r recordView
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		r.resource = rs.Resource().Attributes()
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
-			r.scope = ss.Scope().Attributes()
+			r.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
 				r.attrs = sp.Attributes()
 				r.spanName, r.spanKind, r.status = sp.Name(), sp.Kind(), sp.Status().Code()
 				start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
-				reason, _ := s.judge(&b, &kb, s.spanAggs, &r, true, timeOf(end), start, end, &tl)
+				reason, _ := s.judge(&b, kb, s.spanAggs, r, true, timeOf(end), start, end, &tl)
 				if reason != "" && late != nil {
 					late.add(rs, ss, sp, reason, b.Watermark())
 				}
@@ -165,17 +184,17 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 		return
 	}
 	var tl tally
-	var kb serieskey.Builder
+	sc := getScratch()
+	defer sc.release()
+	kb, r := &sc.key, &sc.view
 	b := s.engine.Begin(s.engine.Now())
-	var r recordView
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
-		r.resource = rl.Resource().Attributes()
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			sl := sls.At(j)
-			r.scope = sl.Scope().Attributes()
+			r.setScope(sl.Scope().Attributes(), rl.Resource().Attributes())
 			lrs := sl.LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
@@ -185,7 +204,7 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 				if ts == 0 {
 					ts = uint64(lr.ObservedTimestamp())
 				}
-				reason, _ := s.judge(&b, &kb, s.logAggs, &r, false, timeOf(ts), 0, 0, &tl)
+				reason, _ := s.judge(&b, kb, s.logAggs, r, false, timeOf(ts), 0, 0, &tl)
 				if reason != "" && late != nil {
 					late.add(rl, sl, lr, reason, b.Watermark())
 				}

@@ -156,6 +156,7 @@ func (b *metricsBuilder) gaugeOrSum(sm pmetric.ScopeMetrics, resource string, ag
 // putAttributes sets the decoded group-by values under their keys, with their types.
 func (b *metricsBuilder) putAttributes(m pcommon.Map, agg int) {
 	names := b.groupBy[agg]
+	m.EnsureCapacity(len(b.decoded))
 	for i, v := range b.decoded {
 		if i < len(names) {
 			putValue(m, names[i], v)

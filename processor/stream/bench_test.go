@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,4 +118,42 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/nSeries, "bytes/series")
 		runtime.KeepAlive(e)
 	}
+}
+
+// BenchmarkIngestParallel ingests from every core at once (run with -cpu 1,2 to compare): each
+// goroutine sends its own batches of 1000 records over 1000 series, tumbling 1m.
+func BenchmarkIngestParallel(b *testing.B) {
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	e, err := New(Config{Size: time.Minute, MaxFutureSkew: 1000 * time.Hour, Clock: clk,
+		Aggregations: []Aggregation{{MaxSeries: 1 << 20, Quantiles: []float64{0.5, 0.95, 0.99}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		id := next.Add(1)
+		br := newBenchRecords(1000, 1000)
+		for i := range br.keys {
+			br.keys[i] = append(br.keys[i], byte(id))
+		}
+		t, k := int64(time.Second), 0
+		sink := func(*Result) {}
+		for {
+			bt := e.Begin(clk.Now())
+			for i := range 1000 {
+				if !pb.Next() {
+					bt.End()
+					return
+				}
+				bt.Add(0, br.keys[k], t+br.offset[i]%int64(100*time.Millisecond), br.values[i])
+				k = (k + 1) % len(br.keys)
+			}
+			bt.End()
+			t += int64(100 * time.Millisecond)
+			if e.Due() {
+				e.Collect(clk.Now(), sink)
+			}
+		}
+	})
 }
