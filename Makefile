@@ -13,6 +13,7 @@ test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
 
 # A short run of every fuzz target, on top of the committed seed corpora that `go test` replays.
@@ -39,5 +40,7 @@ $(LOADGEN): $(SOURCES)
 demo: dist loadgen
 	./scripts/demo.sh $(DIST) $(LOADGEN)
 
+# Engine and sketch micro-benchmarks, and the side-by-side comparison with span_metrics (bench/).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./processor/...
+	$(GO) test -run '^$$' -bench . -benchmem ./processor/... .
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -timeout 60m

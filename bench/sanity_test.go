@@ -1,0 +1,133 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// TestSameResults feeds two minutes of the benchmark's batches (cycling through the ring and
+// re-stamping it as the benchmarks do) to both connectors and checks that they count the same spans
+// per series: the comparison is between equal work. It is not run by the benchmark command
+// (-run '^$'); run it with `go test ./...`.
+func TestSameResults(t *testing.T) {
+	r := traceRingFor(0)
+	waSink, smSink := new(consumertest.MetricsSink), new(consumertest.MetricsSink)
+	wa := newWindowAggregator(t, waConfig(waOptions{outputs: outputsPercentile}), waSink)
+	sm := newSpanMetrics(t, smConfig(), smSink)
+	ctx := context.Background()
+	const minutes = 2
+	for i := 0; i <= minutes*slotsPerMinute; i++ { // one batch more, to move the watermark past the 2nd minute
+		j := i % r.n
+		if j == 0 && i > 0 {
+			for k := 0; k < r.n; k++ {
+				r.setSlot(k, int64(i+k))
+			}
+		}
+		for _, h := range []*harness{wa, sm} {
+			if err := h.traces.ConsumeTraces(ctx, r.batches[j]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if (i+1)%slotsPerMinute == 0 {
+			want := (i + 1) / slotsPerMinute
+			sm.tick()
+			deadline := time.Now().Add(10 * time.Second)
+			for len(smSink.AllMetrics()) < want && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
+			}
+			if got := len(smSink.AllMetrics()); got != want {
+				t.Fatalf("span_metrics flushed %d times, want %d", got, want)
+			}
+		}
+	}
+	outcomes, fired, _ := wa.waCounters(t)
+	if outcomes["aggregated"] != (minutes*slotsPerMinute+1)*recordsPerBatch {
+		t.Fatalf("window_aggregator outcomes %v", outcomes)
+	}
+	if fired == 0 {
+		t.Fatal("window_aggregator fired no window")
+	}
+
+	// window_aggregator: count per (window start, series).
+	waCounts := map[int64]map[string]int64{}
+	for _, md := range waSink.AllMetrics() {
+		forEachPoint(md, "http.server.latency.count", func(start int64, attrs pcommon.Map, v int64) {
+			if waCounts[start] == nil {
+				waCounts[start] = map[string]int64{}
+			}
+			waCounts[start][seriesOf(attrs)] += v
+		})
+	}
+	// span_metrics: calls per (flush, series).
+	var smCounts []map[string]int64
+	for _, md := range smSink.AllMetrics() {
+		m := map[string]int64{}
+		forEachPoint(md, "traces.span.metrics.calls", func(_ int64, attrs pcommon.Map, v int64) {
+			m[seriesOf(attrs)] += v
+		})
+		smCounts = append(smCounts, m)
+	}
+	if len(waCounts) != minutes || len(smCounts) != minutes {
+		t.Fatalf("window_aggregator fired %d windows, span_metrics flushed %d times; want %d each", len(waCounts), len(smCounts), minutes)
+	}
+	for w := 0; w < minutes; w++ {
+		start := baseTime + int64(w)*int64(time.Minute)
+		waw, smw := waCounts[start], smCounts[w]
+		var total int64
+		for k, v := range waw {
+			total += v
+			if smw[k] != v {
+				t.Errorf("minute %d, series %s: window_aggregator %d, span_metrics %d", w, k, v, smw[k])
+			}
+		}
+		if len(waw) != len(smw) || len(waw) != numServices*numSpanNames*len(methods) {
+			t.Errorf("minute %d: window_aggregator %d series, span_metrics %d", w, len(waw), len(smw))
+		}
+		if total != slotsPerMinute*recordsPerBatch {
+			t.Errorf("minute %d: %d spans counted, want %d", w, total, slotsPerMinute*recordsPerBatch)
+		}
+	}
+	wa.shutdown(t)
+	sm.shutdown(t)
+}
+
+func seriesOf(attrs pcommon.Map) string {
+	s := ""
+	for _, k := range spanGroupBy {
+		v, _ := attrs.Get(k)
+		s += v.AsString() + "|"
+	}
+	return s
+}
+
+func forEachPoint(md pmetric.Metrics, name string, fn func(start int64, attrs pcommon.Map, v int64)) {
+	rms := md.ResourceMetrics()
+	for i := 0; i < rms.Len(); i++ {
+		rm := rms.At(i)
+		sms := rm.ScopeMetrics()
+		for j := 0; j < sms.Len(); j++ {
+			ms := sms.At(j).Metrics()
+			for k := 0; k < ms.Len(); k++ {
+				m := ms.At(k)
+				if m.Name() != name || m.Type() != pmetric.MetricTypeSum {
+					continue
+				}
+				dps := m.Sum().DataPoints()
+				for p := 0; p < dps.Len(); p++ {
+					dp := dps.At(p)
+					attrs := pcommon.NewMap()
+					rm.Resource().Attributes().CopyTo(attrs)
+					for k, v := range dp.Attributes().All() {
+						v.CopyTo(attrs.PutEmpty(k))
+					}
+					fn(int64(dp.StartTimestamp()), attrs, dp.IntValue())
+				}
+			}
+		}
+	}
+}
