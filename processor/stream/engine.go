@@ -201,6 +201,10 @@ func (b *Batch) End() {
 func (e *Engine) Collect(now int64, fn func(*Result)) {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()
+	e.collectLocked(now, fn)
+}
+
+func (e *Engine) collectLocked(now int64, fn func(*Result)) {
 	e.wm.tick(now)
 	w := e.wm.current()
 	e.lateDirty.Store(false)
@@ -212,6 +216,17 @@ func (e *Engine) Collect(now int64, fn func(*Result)) {
 // expiry since the last Collect, or records were added late. The idle rule is not considered.
 func (e *Engine) Due() bool {
 	return e.lateDirty.Load() || e.wm.current() >= e.dueAt.Load()
+}
+
+// TryCollect is Collect unless another Collect, FireAll or Snapshot is under way, in which case it
+// returns false at once: for callers on the ingest path, which should not wait for one another.
+func (e *Engine) TryCollect(now int64, fn func(*Result)) bool {
+	if !e.collectMu.TryLock() {
+		return false
+	}
+	defer e.collectMu.Unlock()
+	e.collectLocked(now, fn)
+	return true
 }
 
 // FireAll fires every window that holds data, as it stands, and empties the engine: the shutdown
