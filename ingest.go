@@ -146,11 +146,10 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 	if len(s.spanAggs) == 0 {
 		return
 	}
-	var tl tally
-	sc := getScratch()
-	defer sc.release()
-	kb, r := &sc.key, &sc.view
-	b := s.engine.Begin(s.engine.Now())
+	var run ingestRun
+	run.begin(s)
+	defer run.finish(ctx, action)
+	r := &run.sc.view
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -164,17 +163,11 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 				r.attrs = sp.Attributes()
 				r.spanName, r.spanKind, r.status = sp.Name(), sp.Kind(), sp.Status().Code()
 				start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
-				reason, _ := s.judge(&b, kb, s.spanAggs, r, true, timeOf(end), start, end, &tl)
-				if reason != "" && late != nil {
-					late.add(rs, ss, sp, reason, b.Watermark())
+				if reason := run.judge(s.spanAggs, true, timeOf(end), start, end); reason != "" && late != nil {
+					late.add(rs, ss, sp, reason, run.b.Watermark())
 				}
 			}
 		}
-	}
-	b.End()
-	s.report(ctx, &tl, action)
-	if s.engine.Due() {
-		s.emitter.emit(ctx, true)
 	}
 }
 
@@ -183,11 +176,10 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 	if len(s.logAggs) == 0 {
 		return
 	}
-	var tl tally
-	sc := getScratch()
-	defer sc.release()
-	kb, r := &sc.key, &sc.view
-	b := s.engine.Begin(s.engine.Now())
+	var run ingestRun
+	run.begin(s)
+	defer run.finish(ctx, action)
+	r := &run.sc.view
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -204,18 +196,42 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 				if ts == 0 {
 					ts = uint64(lr.ObservedTimestamp())
 				}
-				reason, _ := s.judge(&b, kb, s.logAggs, r, false, timeOf(ts), 0, 0, &tl)
-				if reason != "" && late != nil {
-					late.add(rl, sl, lr, reason, b.Watermark())
+				if reason := run.judge(s.logAggs, false, timeOf(ts), 0, 0); reason != "" && late != nil {
+					late.add(rl, sl, lr, reason, run.b.Watermark())
 				}
 			}
 		}
 	}
-	b.End()
-	s.report(ctx, &tl, action)
+}
+
+// ingestRun is one ingest call: its batch, its tally and its scratch.
+type ingestRun struct {
+	s  *shared
+	b  stream.Batch
+	tl tally
+	sc *scratch
+}
+
+func (run *ingestRun) begin(s *shared) {
+	run.s, run.sc = s, getScratch()
+	run.b = s.engine.Begin(s.engine.Now())
+}
+
+// finish lets the batch move the watermark, reports its outcomes, and sends what fired.
+func (run *ingestRun) finish(ctx context.Context, action string) {
+	run.sc.release()
+	run.b.End()
+	s := run.s
+	s.report(ctx, &run.tl, action)
 	if s.engine.Due() {
 		s.emitter.emit(ctx, true)
 	}
+}
+
+// judge runs the current record of the view through aggs; see shared.judge.
+func (run *ingestRun) judge(aggs []*aggregation, isSpan bool, t int64, start, end uint64) string {
+	reason, _ := run.s.judge(&run.b, &run.sc.key, aggs, &run.sc.view, isSpan, t, start, end, &run.tl)
+	return reason
 }
 
 // timeOf converts a pdata timestamp to the engine's int64. Anything past 2^62 ns (the year 2116) is
