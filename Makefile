@@ -17,10 +17,11 @@ test:
 	$(MAKE) fuzz
 
 # A short run of every fuzz target, on top of the committed seed corpora that `go test` replays.
-FUZZTIME ?= 10s
+FUZZTIME ?= 8s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) .
 	$(GO) test -run '^$$' -fuzz '^FuzzIngestTraces$$' -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^FuzzIngestLogs$$' -fuzztime $(FUZZTIME) .
 	$(GO) test -run '^$$' -fuzz '^FuzzIngest$$' -fuzztime $(FUZZTIME) ./processor/stream/
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./processor/sketch/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./processor/serieskey/
