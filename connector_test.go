@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -284,4 +283,3 @@ func lookup(t *testing.T) *shared {
 	return nil
 }
 
-var _ = pcommon.NewMap

@@ -90,12 +90,11 @@ func (s *shared) report(ctx context.Context, t *tally, action string) {
 }
 
 // judge runs one record through the aggregations that select it and returns "" when it was
-// aggregated (on time or late-updated) or the late reason. matched is false when no aggregation
-// selects it.
+// aggregated (on time or late-updated) or selected by none, else the late reason.
 func (s *shared) judge(b *stream.Batch, kb *serieskey.Builder, aggs []*aggregation, r *recordView, isSpan bool,
-	t int64, start, end uint64, tl *tally) (reason string, matched bool) {
+	t int64, start, end uint64, tl *tally) (reason string) {
 	check := stream.OnTime
-	lateUpdated := false
+	lateUpdated, matched := false, false
 	for _, a := range aggs {
 		if !a.matches(r, isSpan) {
 			continue
@@ -123,7 +122,7 @@ func (s *shared) judge(b *stream.Batch, kb *serieskey.Builder, aggs []*aggregati
 	switch {
 	case !matched:
 		tl.unmatched++
-		return "", false
+		return ""
 	case check == stream.Invalid:
 		reason = reasonInvalid
 	case check == stream.Future:
@@ -137,7 +136,7 @@ func (s *shared) judge(b *stream.Batch, kb *serieskey.Builder, aggs []*aggregati
 	default:
 		tl.aggregated++
 	}
-	return reason, true
+	return reason
 }
 
 // ingestTraces aggregates the spans of td. When late is not nil, the spans that come too late, too
@@ -230,8 +229,7 @@ func (run *ingestRun) finish(ctx context.Context, action string) {
 
 // judge runs the current record of the view through aggs; see shared.judge.
 func (run *ingestRun) judge(aggs []*aggregation, isSpan bool, t int64, start, end uint64) string {
-	reason, _ := run.s.judge(&run.b, &run.sc.key, aggs, &run.sc.view, isSpan, t, start, end, &run.tl)
-	return reason
+	return run.s.judge(&run.b, &run.sc.key, aggs, &run.sc.view, isSpan, t, start, end, &run.tl)
 }
 
 // timeOf converts a pdata timestamp to the engine's int64. Anything past 2^62 ns (the year 2116) is

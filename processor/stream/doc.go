@@ -10,7 +10,8 @@
 //
 // The watermark W is the greatest accepted event time minus max_out_of_orderness, raised further by the
 // idle rule (after idle_timeout of wall-clock silence W advances with the wall clock). W moves between
-// batches: every record of one batch is judged against the W that held when the batch began, and the
+// batches: every record of one batch is judged against the W that held when the batch began (or a
+// newer one, if the idle rule or a concurrent batch moved the shard forward meanwhile), and the
 // batch's accepted records raise W when it ends. This makes a batch's outcome independent of the order
 // of records inside it.
 //
