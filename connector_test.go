@@ -282,4 +282,3 @@ func lookup(t *testing.T) *shared {
 	t.Fatal("no shared state")
 	return nil
 }
-
