@@ -244,8 +244,12 @@ func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
 
 // matches applies the where clause.
 func (c *aggregation) matches(r *recordView, isSpan bool) bool {
-	if c.spanKinds != 0 && (!isSpan || c.spanKinds&(1<<r.spanKind) == 0) {
-		return false
+	if c.spanKinds != 0 {
+		// A kind outside the enum (OTLP carries any int32) matches no configured kind.
+		k := uint32(r.spanKind)
+		if !isSpan || k > 7 || c.spanKinds&(1<<k) == 0 {
+			return false
+		}
 	}
 	for i := range c.where {
 		if !c.where[i].holds(r) {

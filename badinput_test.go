@@ -163,3 +163,16 @@ func TestMillionDistinctKeysStayWithinMaxSeries(t *testing.T) {
 		t.Fatalf("regular %v, overflow %v: every record counted once", regular, overflow)
 	}
 }
+
+// A span kind outside the enum (OTLP carries any int32) matches no where.span_kind and panics nothing.
+func TestSpanKindOutsideTheEnum(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", Where: &WhereConfig{SpanKind: []string{"server"}}}}
+	h := newConnectorHarness(t, cfg, false)
+	td := traces(spanSpec{service: "a", name: "x", end: 1, kind: ptrace.SpanKindServer})
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty().SetKind(ptrace.SpanKind(-1))
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().AppendEmpty().SetKind(ptrace.SpanKind(1 << 20))
+	h.sendTraces(td)
+	wantCounter(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": "unmatched"}, 2)
+}

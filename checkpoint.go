@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -76,13 +75,11 @@ func (c *checkpointer) restore(ctx context.Context) {
 	s.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
 }
 
-// fingerprint names the aggregations, so that a checkpoint is not restored into another configuration.
+// fingerprint describes the aggregations (names, signals, filters, group_by, values, outputs), so that
+// a checkpoint is not restored into another configuration: its series keys would be read against
+// other group-by keys. fmt prints maps with sorted keys, so it is stable.
 func (c *checkpointer) fingerprint() string {
-	names := make([]string, len(c.s.aggs))
-	for i, a := range c.s.aggs {
-		names[i] = a.name + "/" + a.signal
-	}
-	return strings.Join(names, ",")
+	return fmt.Sprintf("%+v", c.s.cfg.Aggregations)
 }
 
 func (c *checkpointer) encode() []byte {
@@ -91,12 +88,14 @@ func (c *checkpointer) encode() []byte {
 	fp := c.fingerprint()
 	b = binary.AppendUvarint(b, uint64(len(fp)))
 	b = append(b, fp...)
-	snap := s.engine.Snapshot(nil)
-	b = binary.AppendUvarint(b, uint64(len(snap)))
-	b = append(b, snap...)
+	// The emitter's lock first: no emission may collect the engine's pending results between the
+	// snapshot (which holds them) and the queue (which would then hold them too).
 	em := s.emitter
 	em.mu.Lock()
 	defer em.mu.Unlock()
+	snap := s.engine.Snapshot(nil)
+	b = binary.AppendUvarint(b, uint64(len(snap)))
+	b = append(b, snap...)
 	b = binary.AppendUvarint(b, uint64(len(em.queue)))
 	var m pmetric.ProtoMarshaler
 	for _, p := range em.queue {
@@ -179,9 +178,8 @@ func (c *checkpointer) decode(b []byte) error {
 	em.mu.Lock()
 	defer em.mu.Unlock()
 	for _, q := range batches {
-		for _, to := range s.sinksFor(q.input) {
-			em.queue = append(em.queue, pendingBatch{to: to, md: q.md, points: q.md.DataPointCount()})
-			break
+		if to := s.sinksFor(q.input); len(to) > 0 {
+			em.enqueue(context.Background(), to[0], q.md, q.md.DataPointCount())
 		}
 	}
 	return nil

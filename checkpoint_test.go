@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -140,4 +141,35 @@ func TestSaveFailureIsCountedAndMissingExtensionFailsStart(t *testing.T) {
 	if err := c.Start(context.Background(), componenttest.NewNopHost()); err == nil {
 		t.Fatal("started without its storage extension")
 	}
+}
+
+// the restart; restoring them neither hangs Start nor loses them.
+func TestUndeliveredResultsSurviveRestartWithStorage(t *testing.T) {
+	useFakeClock(t)
+	st := &memStorage{data: map[string][]byte{}}
+	cfg := latencyConfig()
+	cfg.Storage = &storageID
+	run := func(next *flakyMetrics, sends ...[]spanSpec) {
+		t.Helper()
+		set := connectortest.NewNopSettings(Type)
+		c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, next)
+		must(t, err)
+		started := make(chan error, 1)
+		go func() { started <- c.Start(context.Background(), hostWith{storageID: st}) }()
+		select {
+		case err := <-started:
+			must(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Start hung restoring the checkpoint")
+		}
+		for _, sp := range sends {
+			must(t, c.ConsumeTraces(context.Background(), traces(sp...)))
+		}
+		must(t, c.Shutdown(context.Background()))
+	}
+	down := &flakyMetrics{err: errors.New("backend down")}
+	run(down, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
+	up := &flakyMetrics{}
+	run(up) // the queued [0,10) goes out on the first flush after the restart, here at shutdown
+	wantPoint(t, points(up.sink.AllMetrics()), "lat.count", attrsAX, 0, 10, 1)
 }

@@ -2,7 +2,11 @@ package windowaggregator
 
 import (
 	"context"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/processor/processortest"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -281,4 +285,45 @@ func lookup(t *testing.T) *shared {
 	}
 	t.Fatal("no shared state")
 	return nil
+}
+
+// Results that could not be delivered before a clean shutdown are checkpointed and delivered after
+
+// Two aggregations whose group-by values come from the resource with equal values but other keys get
+
+// resources of their own, with their own keys.
+func TestOutputResourcesKeepTheirKeys(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{
+		{Name: "a", Signal: "spans", GroupBy: []string{"service.name"}},
+		{Name: "b", Signal: "spans", GroupBy: []string{"host.name"}},
+	}
+	h := newConnectorHarness(t, cfg, false)
+	td := traces(spanSpec{service: "x", name: "s", end: 1})
+	td.ResourceSpans().At(0).Resource().Attributes().PutStr("host.name", "x")
+	h.sendTraces(td)
+	h.sendTraces(traces(spanSpec{service: "x", name: "s", end: 10}))
+	for _, p := range points(h.metrics.AllMetrics()) {
+		want := map[string]string{"a.count": "service.name=x(Str)", "b.count": "host.name=x(Str)"}[p.metric]
+		if p.resource != want || p.attrs != want {
+			t.Errorf("%s: resource %q, attributes %q; want both %q", p.metric, p.resource, p.attrs, want)
+		}
+	}
+}
+
+// A processor and a connector with one id share one state, so their settings must agree.
+func TestSameIDWithOtherSettingsIsRefused(t *testing.T) {
+	set := processortest.NewNopSettings(Type)
+	p, err := NewFactory().CreateMetrics(context.Background(), set, latencyConfig(), consumertest.NewNop())
+	must(t, err)
+	defer func() { _ = p.Shutdown(context.Background()) }()
+	other := latencyConfig()
+	other.AllowedLateness = time.Minute
+	cset := connectortest.NewNopSettings(Type)
+	cset.ID = set.ID
+	_, err = NewConnectorFactory().CreateTracesToMetrics(context.Background(), cset, other, consumertest.NewNop())
+	if err == nil || !strings.Contains(err.Error(), "configured differently") {
+		t.Fatalf("err = %v", err)
+	}
 }

@@ -126,6 +126,10 @@ func (em *emitter) sendLocked(ctx context.Context) {
 func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, points int) {
 	s := em.s
 	if to.stopped {
+		if s.storage != nil { // kept for the checkpoint, and sent after the next start
+			em.enqueue(ctx, to, md, points)
+			return
+		}
 		s.tel.pointsDropped.Add(ctx, int64(points), reasonAttr("shutdown"))
 		return
 	}
@@ -140,6 +144,13 @@ func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, point
 		return
 	}
 	s.tel.emitFailures.Add(ctx, 1, reasonAttr("retryable"))
+	em.enqueue(ctx, to, md, points)
+	s.logger.Warn("Window results not delivered; keeping them for the next flush", zap.Int("data_points", points), zap.Error(err))
+}
+
+// enqueue keeps a batch for retry, dropping (and counting) the oldest past emit.max_pending.
+func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, points int) {
+	s := em.s
 	if len(em.queue) >= s.cfg.Emit.MaxPending {
 		oldest := em.queue[0]
 		em.queue = em.queue[1:]
@@ -147,7 +158,6 @@ func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, point
 		s.logger.Warn("Dropping the oldest window results kept for retry: emit.max_pending reached", zap.Int("data_points", oldest.points))
 	}
 	em.queue = append(em.queue, pendingBatch{to: to, md: md, points: points})
-	s.logger.Warn("Window results not delivered; keeping them for the next flush", zap.Int("data_points", points), zap.Error(err))
 }
 
 // stopSink makes a final delivery attempt of the sink's queued batches and stops sending to it.
@@ -162,6 +172,10 @@ func (em *emitter) stopSink(ctx context.Context, to *sink) {
 			continue
 		}
 		if err := to.next.ConsumeMetrics(ctx, p.md); err != nil {
+			if em.s.storage != nil {
+				em.queue = append(em.queue, p) // saved with the checkpoint, sent after the next start
+				continue
+			}
 			em.s.tel.pointsDropped.Add(ctx, int64(p.points), reasonAttr("shutdown"))
 			em.s.logger.Error("Dropping window results at shutdown: the metrics consumer failed", zap.Int("data_points", p.points), zap.Error(err))
 		}

@@ -64,6 +64,10 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	a := b.aggs[r.Agg]
 	b.decoded = b.decoded[:0]
 	b.resKey.Reset()
+	// The resource part of the key: the aggregation, then every group-by position, with its value
+	// when that came from the resource and absent otherwise, so that two aggregations (or two
+	// positions) with equal values but other keys get resources of their own.
+	b.resKey.Int(serieskey.Record, int64(r.Agg))
 	if !r.Overflow {
 		// Keys come from this component's own builder: a decoding error cannot happen short of memory
 		// corruption or a checkpoint from another build, whose results are then emitted without
@@ -72,6 +76,8 @@ func (b *metricsBuilder) add(r *stream.Result) {
 			b.decoded = append(b.decoded, v)
 			if v.Source == serieskey.Resource {
 				appendKeyValue(&b.resKey, v)
+			} else {
+				b.resKey.Absent()
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -60,6 +61,9 @@ func acquire(set component.TelemetrySettings, id component.ID, cfg *Config) (*sh
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if s, ok := registry[id]; ok {
+		if !reflect.DeepEqual(s.cfg, cfg) {
+			return nil, fmt.Errorf("%s: every instance of one component id shares one state, but this one is configured differently from another (a processor and a connector with the same id must have the same settings; give them different names)", id)
+		}
 		s.mu.Lock()
 		s.instances++
 		s.mu.Unlock()
@@ -171,24 +175,31 @@ func (s *shared) hasSinks() bool {
 	return len(s.sinks) > 0
 }
 
-// start runs with every instance's Start; the first one starts the ticker and restores state.
+// start runs with every instance's Start; the first one restores state and starts the ticker. It
+// holds no lock while restoring: the restore takes the emitter's lock, which is taken before s.mu.
 func (s *shared) start(ctx context.Context, host component.Host) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if len(s.sinks) == 0 {
+		s.mu.Unlock()
 		return fmt.Errorf("%s: no metrics pipeline takes its results: add it to a metrics pipeline (as a connector: as a receiver of one; as a processor: to one's processors)", s.id)
 	}
 	if s.started {
+		s.mu.Unlock()
 		return nil
 	}
 	s.started = true
+	s.mu.Unlock()
 	if s.storage != nil {
 		if err := s.storage.start(ctx, host); err != nil {
 			return err
 		}
 	}
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go s.tick(s.stop, s.done)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.instances > 0 && s.stop == nil {
+		s.stop, s.done = make(chan struct{}), make(chan struct{})
+		go s.tick(s.stop, s.done)
+	}
 	return nil
 }
 
