@@ -112,8 +112,9 @@ type keyRef struct {
 
 func newKeyRef(name, signal string) keyRef {
 	f := fieldKeys[name]
-	if (f == fieldSeverityText) != (signal == signalLogs) && f != fieldNone {
-		f = fieldNone // a span-only key on logs (or the reverse) is an ordinary attribute
+	logField := f == fieldSeverityText
+	if f != fieldNone && logField != (signal == signalLogs) {
+		f = fieldNone // a span field named on logs (or the reverse) is an ordinary attribute
 	}
 	return keyRef{name: name, field: f}
 }
@@ -337,14 +338,12 @@ func (c *aggregation) value(r *recordView, start, end uint64) (float64, string) 
 		}
 		return float64(end-start) / c.unitScale, valueOK
 	}
-	var v pcommon.Value
-	if c.valueKey.field != fieldNone {
-		v = pcommon.NewValueStr(r.field(c.valueKey.field))
-	} else {
-		var ok bool
-		if v, _, ok = r.lookup(c.valueKey.name); !ok {
-			return math.NaN(), valueMissing
-		}
+	if c.valueKey.field != fieldNone { // a record field such as severity.text, read as a number
+		return parseValue(r.field(c.valueKey.field))
+	}
+	v, _, ok := r.lookup(c.valueKey.name)
+	if !ok {
+		return math.NaN(), valueMissing
 	}
 	var f float64
 	switch v.Type() {
@@ -353,13 +352,23 @@ func (c *aggregation) value(r *recordView, start, end uint64) (float64, string) 
 	case pcommon.ValueTypeDouble:
 		f = v.Double()
 	case pcommon.ValueTypeStr:
-		var err error
-		if f, err = strconv.ParseFloat(strings.TrimSpace(v.Str()), 64); err != nil {
-			return math.NaN(), valueNotNumeric
-		}
+		return parseValue(v.Str())
 	default:
 		return math.NaN(), valueNotNumeric
 	}
+	return finite(f)
+}
+
+// parseValue reads a number written in a string.
+func parseValue(str string) (float64, string) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(str), 64)
+	if err != nil {
+		return math.NaN(), valueNotNumeric
+	}
+	return finite(f)
+}
+
+func finite(f float64) (float64, string) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return math.NaN(), valueNotFinite
 	}

@@ -3,6 +3,7 @@ package windowaggregator
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -41,15 +42,10 @@ type emitter struct {
 	s        *shared
 	builders [2]*metricsBuilder // per input signal of the aggregation
 	queue    []pendingBatch
-	queued   int // len(queue), readable without mu by the telemetry callback
-	qmu      sync.Mutex
+	queued   atomic.Int64 // len(queue), for the telemetry callback, which must not wait for mu
 }
 
-func (em *emitter) pendingBatches() int {
-	em.qmu.Lock()
-	defer em.qmu.Unlock()
-	return em.queued
-}
+func (em *emitter) pendingBatches() int { return int(em.queued.Load()) }
 
 // emit collects what the engine has fired and sends it. From the ingest path it gives way (returns at
 // once) when another emission is under way; the ticker and shutdown wait.
@@ -88,7 +84,6 @@ func signalIndex(signal string) int {
 // sendLocked retries the queue, then sends what the builders hold.
 func (em *emitter) sendLocked(ctx context.Context) {
 	s := em.s
-	s.tel.recordFirings(ctx, s.engine.Stats())
 	queue := em.queue
 	em.queue = nil
 	for _, p := range queue {
@@ -117,9 +112,7 @@ func (em *emitter) sendLocked(ctx context.Context) {
 			em.send(ctx, to, out, n)
 		}
 	}
-	em.qmu.Lock()
-	em.queued = len(em.queue)
-	em.qmu.Unlock()
+	em.queued.Store(int64(len(em.queue)))
 }
 
 // send delivers one batch, queueing it on a retryable error.
@@ -158,6 +151,7 @@ func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, po
 		s.logger.Warn("Dropping the oldest window results kept for retry: emit.max_pending reached", zap.Int("data_points", oldest.points))
 	}
 	em.queue = append(em.queue, pendingBatch{to: to, md: md, points: points})
+	em.queued.Store(int64(len(em.queue)))
 }
 
 // stopSink makes a final delivery attempt of the sink's queued batches and stops sending to it.
@@ -181,7 +175,5 @@ func (em *emitter) stopSink(ctx context.Context, to *sink) {
 		}
 	}
 	to.stopped = true
-	em.qmu.Lock()
-	em.queued = len(em.queue)
-	em.qmu.Unlock()
+	em.queued.Store(int64(len(em.queue)))
 }

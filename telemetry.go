@@ -6,31 +6,26 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // telemetry is the component's self-telemetry, made through the component's MeterProvider. The names
 // are listed in the README.
 type telemetry struct {
-	records          metric.Int64Counter // records by outcome
-	late             metric.Int64Counter // late, future and invalid records by reason and action
-	valuesMissing    metric.Int64Counter // records counted without a value, by reason
-	overflowRecords  metric.Int64Counter
-	truncatedKeys    metric.Int64Counter // records whose group-by value was cut to maxKeyValueLen
-	windowsFired     metric.Int64Counter
-	lateFirings      metric.Int64Counter
-	emitFailures     metric.Int64Counter // failed sends by kind: retryable, permanent
-	pointsDropped    metric.Int64Counter // result data points dropped, by reason
-	checkpoints      metric.Int64Counter // checkpoint outcomes
-	activeSeries     metric.Int64ObservableGauge
-	overflowActive   metric.Int64ObservableGauge
-	watermarkLag     metric.Float64ObservableGauge
-	pendingBatches   metric.Int64ObservableGauge
-	registration     metric.Registration
-	lastFired        uint64
-	lastLateFired    uint64
-	lastOverflowSeen uint64
+	records         metric.Int64Counter           // records by outcome
+	late            metric.Int64Counter           // late, future and invalid records by reason and action
+	valuesMissing   metric.Int64Counter           // records counted without a value, by reason
+	overflowRecords metric.Int64ObservableCounter // the engine's own counters, read at collection
+	truncatedKeys   metric.Int64Counter           // records whose group-by value was cut to maxKeyValueLen
+	windowsFired    metric.Int64ObservableCounter
+	lateFirings     metric.Int64ObservableCounter
+	emitFailures    metric.Int64Counter // failed sends by kind: retryable, permanent
+	pointsDropped   metric.Int64Counter // result data points dropped, by reason
+	checkpoints     metric.Int64Counter // checkpoint outcomes
+	activeSeries    metric.Int64ObservableGauge
+	overflowActive  metric.Int64ObservableGauge
+	watermarkLag    metric.Float64ObservableGauge
+	pendingBatches  metric.Int64ObservableGauge
+	registration    metric.Registration
 }
 
 // Outcome and reason attribute values.
@@ -61,10 +56,15 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.records = counter("otelcol_window_aggregator_records", "{record}", "Records seen, by outcome: aggregated (on time), late_updated (added within allowed_lateness), late (expired, future or invalid), unmatched (no aggregation selects them).")
 	t.late = counter("otelcol_window_aggregator_late_records", "{record}", "Records not aggregated, by reason (expired, future, invalid) and action (routed, dropped, passed).")
 	t.valuesMissing = counter("otelcol_window_aggregator_values_missing", "{record}", "Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start).")
-	t.overflowRecords = counter("otelcol_window_aggregator_overflow_records", "{record}", "Record aggregations that went to an overflow series because max_series was reached.")
+	observed := func(name, unit, desc string) metric.Int64ObservableCounter {
+		c, e := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		err = errors.Join(err, e)
+		return c
+	}
+	t.overflowRecords = observed("otelcol_window_aggregator_overflow_records", "{record}", "Record aggregations that went to an overflow series because max_series was reached.")
 	t.truncatedKeys = counter("otelcol_window_aggregator_truncated_keys", "{record}", "Record aggregations whose group-by value was longer than 4096 bytes and was cut to that length.")
-	t.windowsFired = counter("otelcol_window_aggregator_windows_fired", "{window}", "Window results emitted (first firings), one per series and window.")
-	t.lateFirings = counter("otelcol_window_aggregator_late_firings", "{window}", "Late firings: windows emitted again after records arrived within allowed_lateness.")
+	t.windowsFired = observed("otelcol_window_aggregator_windows_fired", "{window}", "Window results emitted (first firings), one per series and window.")
+	t.lateFirings = observed("otelcol_window_aggregator_late_firings", "{window}", "Late firings: windows emitted again after records arrived within allowed_lateness.")
 	t.emitFailures = counter("otelcol_window_aggregator_emit_failures", "{request}", "Sends of results to the metrics consumer that failed, by kind (retryable, permanent).")
 	t.pointsDropped = counter("otelcol_window_aggregator_dropped_points", "{datapoint}", "Result data points dropped, by reason (permanent_error, queue_full, shutdown).")
 	t.checkpoints = counter("otelcol_window_aggregator_checkpoints", "{checkpoint}", "Checkpoints to and restores from storage, by outcome (saved, save_failed, restored, restore_failed, empty).")
@@ -84,6 +84,9 @@ func (t *telemetry) observe(mp metric.MeterProvider, s *shared) error {
 	m := mp.Meter("github.com/windowaggregator/windowaggregator")
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := s.engine.Stats()
+		o.ObserveInt64(t.windowsFired, int64(st.WindowsFired))
+		o.ObserveInt64(t.lateFirings, int64(st.LateFirings))
+		o.ObserveInt64(t.overflowRecords, int64(st.OverflowRecords))
 		for i, a := range s.aggs {
 			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", a.name)))
 			o.ObserveInt64(t.activeSeries, st.ActiveSeries[i], set)
@@ -98,23 +101,9 @@ func (t *telemetry) observe(mp metric.MeterProvider, s *shared) error {
 		}
 		o.ObserveInt64(t.pendingBatches, int64(s.emitter.pendingBatches()))
 		return nil
-	}, t.activeSeries, t.overflowActive, t.watermarkLag, t.pendingBatches)
+	}, t.activeSeries, t.overflowActive, t.watermarkLag, t.pendingBatches, t.windowsFired, t.lateFirings, t.overflowRecords)
 	t.registration = reg
 	return err
-}
-
-// recordFirings adds the engine's firing counters since the last call.
-func (t *telemetry) recordFirings(ctx context.Context, st stream.Stats) {
-	if d := st.WindowsFired - t.lastFired; d > 0 {
-		t.windowsFired.Add(ctx, int64(d))
-	}
-	if d := st.LateFirings - t.lastLateFired; d > 0 {
-		t.lateFirings.Add(ctx, int64(d))
-	}
-	if d := st.OverflowRecords - t.lastOverflowSeen; d > 0 {
-		t.overflowRecords.Add(ctx, int64(d))
-	}
-	t.lastFired, t.lastLateFired, t.lastOverflowSeen = st.WindowsFired, st.LateFirings, st.OverflowRecords
 }
 
 func (t *telemetry) shutdown() {

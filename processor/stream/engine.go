@@ -94,7 +94,9 @@ type Batch struct {
 	now, w   int64
 	maxT     int64
 	accepted bool
-	verdicts [numVerdicts]uint64 // counted here and added to the engine's at End: no shared write per record
+	// Counted here and added to the engine's at End: no write to memory shared by cores per record.
+	verdicts [numVerdicts]uint64
+	overflow uint64
 }
 
 // Begin starts a batch at wall time now.
@@ -149,7 +151,7 @@ func (b *Batch) Add(agg int, key []byte, t int64, v float64) Verdict {
 		}
 		se = sh.insert(agg, key)
 	}
-	sh.add(se, t, v, hasValue, vd)
+	sh.add(se, p, v, hasValue, vd)
 	sh.mu.Unlock()
 	b.accept(t, vd)
 	return vd
@@ -162,14 +164,14 @@ func (b *Batch) addOverflow(agg int, t, p int64, v float64, hasValue bool) Verdi
 	sh.mu.Lock()
 	vd := e.g.classify(p, sh.observe(b.w))
 	if vd != Expired {
-		sh.add(sh.overflowSeries(agg), t, v, hasValue, vd)
+		sh.add(sh.overflowSeries(agg), p, v, hasValue, vd)
 	}
 	sh.mu.Unlock()
 	if vd == Expired {
 		b.verdicts[Expired]++
 		return Expired
 	}
-	e.overflowRecords.Add(1)
+	b.overflow++
 	b.accept(t, vd)
 	return vd
 }
@@ -193,7 +195,10 @@ func (b *Batch) End() {
 			b.e.verdicts[i].Add(n)
 		}
 	}
-	b.verdicts = [numVerdicts]uint64{}
+	if b.overflow > 0 {
+		b.e.overflowRecords.Add(b.overflow)
+	}
+	b.verdicts, b.overflow = [numVerdicts]uint64{}, 0
 }
 
 // Collect applies the idle rule at wall time now, brings every shard to the watermark, and hands

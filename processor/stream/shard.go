@@ -78,8 +78,8 @@ func (s *shard) overflowSeries(agg int) *series {
 	return se
 }
 
-// release removes a series that holds no pane. It reports whether it was a regular (counted) series.
-func (s *shard) release(se *series) bool {
+// release removes a series that holds no pane; a regular one gives its slot back to max_series.
+func (s *shard) release(se *series) {
 	last := len(s.list) - 1
 	s.list[se.pos] = s.list[last]
 	s.list[se.pos].pos = se.pos
@@ -87,16 +87,16 @@ func (s *shard) release(se *series) bool {
 	s.list = s.list[:last]
 	if se.overflow {
 		s.overflow[se.agg] = nil
-		return false
+		return
 	}
 	delete(s.index[se.agg], se.key)
-	return true
+	s.active[se.agg].Add(-1)
 }
 
-// add puts a record, judged as verdict, into series se.
-func (s *shard) add(se *series, t int64, v float64, hasValue bool, verdict Verdict) {
+// add puts a record of pane start, judged as verdict, into series se.
+func (s *shard) add(se *series, start int64, v float64, hasValue bool, verdict Verdict) {
 	late := verdict == LateUpdate
-	p := se.pane(s.g.paneStart(t), &s.pool, &s.aggs[se.agg])
+	p := se.pane(start, &s.pool, &s.aggs[se.agg])
 	p.add(v, hasValue, late)
 	if hasValue && p.hist != nil && se.inAcc(p.start, s.g.size) {
 		se.acc.Insert(v)
@@ -119,7 +119,7 @@ func (s *shard) flush(w int64) {
 		se := s.list[i]
 		s.flushSeries(se, oldW, w)
 		if len(se.panes) == 0 {
-			s.releaseCounted(se)
+			s.release(se)
 			continue // the last series moved into slot i
 		}
 		i++
@@ -129,17 +129,10 @@ func (s *shard) flush(w int64) {
 	s.next = s.g.nextBoundary(w)
 }
 
-// releaseCounted releases se and records the release for the engine's series count.
-func (s *shard) releaseCounted(se *series) {
-	if s.release(se) {
-		s.active[se.agg].Add(-1)
-	}
-}
-
 func (s *shard) flushSeries(se *series, oldW, w int64) {
 	g := s.g
 	if s.dirty {
-		s.lateFirings += s.fireLate(se, oldW)
+		s.fireLate(se, oldW)
 	}
 	// First firings: windows ending in (oldW, w] that hold at least one pane.
 	e := max((floorDiv(oldW, g.slide)+1)*g.slide, se.panes[0].start+g.slide)
@@ -156,7 +149,6 @@ func (s *shard) flushSeries(se *series, oldW, w int64) {
 			continue
 		}
 		s.emit(se, e-g.size, e, false)
-		s.windowsFired++
 		e += g.slide
 	}
 	if s.dirty {
@@ -170,9 +162,8 @@ func (s *shard) flushSeries(se *series, oldW, w int64) {
 // fireLate emits a late firing for every window that had fired and not expired at oldW and that
 // holds a pane with late records. A window of this series whose records all came late never fired
 // for it: that firing is its first, with the whole window.
-func (s *shard) fireLate(se *series, oldW int64) uint64 {
+func (s *shard) fireLate(se *series, oldW int64) {
 	g := s.g
-	var fired uint64
 	lastE := minTime // the last window end emitted, so that no window fires twice
 	for i := range se.panes {
 		p := &se.panes[i]
@@ -184,21 +175,15 @@ func (s *shard) fireLate(se *series, oldW int64) uint64 {
 		// Window ends are multiples of slide: round lo up.
 		e := (floorDiv(lo-1, g.slide) + 1) * g.slide
 		for ; e <= hi; e += g.slide {
-			if s.emit(se, e-g.size, e, true) {
-				fired++
-			} else {
-				s.windowsFired++ // every record of the window came late: this was its first firing
-			}
+			s.emit(se, e-g.size, e, true)
 			lastE = e
 		}
 	}
-	return fired
 }
 
-// emit merges the panes of window [start, end) into a Result. Asked for a late firing of a window
-// whose records are all late ones, it emits a first firing instead; it reports whether the result is a
-// late firing.
-func (s *shard) emit(se *series, start, end int64, late bool) bool {
+// emit merges the panes of window [start, end) into a Result and counts the firing. Asked for a late
+// firing of a window whose records are all late ones, it emits a first firing instead.
+func (s *shard) emit(se *series, start, end int64, late bool) {
 	a := &s.aggs[se.agg]
 	s.wTotal, s.wDelta = stats{}, stats{}
 	if late && a.Histogram {
@@ -218,6 +203,11 @@ func (s *shard) emit(se *series, start, end int64, late bool) bool {
 	}
 	if late && s.wDelta.count == s.wTotal.count {
 		late = false // nothing of this window had come before: it never fired for this series
+	}
+	if late {
+		s.lateFirings++
+	} else {
+		s.windowsFired++
 	}
 	var h *sketch.Histogram // the whole window's values
 	if a.keepsSketch() {
@@ -259,7 +249,6 @@ func (s *shard) emit(se *series, start, end int64, late bool) bool {
 			r.setHist(h)
 		}
 	}
-	return late
 }
 
 // windowSketch returns the sketch of the series' window ending at end, a first firing of a sliding
