@@ -19,10 +19,13 @@ const (
 	reasonInvalid = "invalid"
 )
 
-// scratch is what one ingest call reuses: the series-key buffer and the record view with its cache.
+// scratch is what one ingest call reuses: the series-key buffer, the record view with its cache, the
+// state of each record, and the run itself.
 type scratch struct {
-	key  serieskey.Builder
-	view recordView
+	key   serieskey.Builder
+	view  recordView
+	state []uint8
+	run   ingestRun
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -33,6 +36,8 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 func (sc *scratch) release() {
 	sc.view.setScope(pcommon.Map{}, pcommon.Map{})
 	sc.view.attrs = pcommon.Map{}
+	sc.state = sc.state[:0]
+	sc.run = ingestRun{}
 	scratchPool.Put(sc)
 }
 
@@ -89,54 +94,83 @@ func (s *shared) report(ctx context.Context, t *tally, action string) {
 	}
 }
 
-// judge runs one record through the aggregations that select it and returns "" when it was
-// aggregated (on time or late-updated) or selected by none, else the late reason.
-func (s *shared) judge(b *stream.Batch, kb *serieskey.Builder, aggs []*aggregation, r *recordView, isSpan bool,
-	t int64, start, end uint64, tl *tally) (reason string) {
-	check := stream.OnTime
-	lateUpdated, matched := false, false
+// Record states: one byte per record of an ingest call, filled by stage and by the batch's Apply.
+const (
+	stMatched     uint8  = 1 << iota // some aggregation selects the record
+	stLateUpdated                    // added to a window that had fired
+	stReasonShift = iota             // the bits from here: 1 + index in lateReasons, or 0 when not late
+)
+
+func reasonState(i int) uint8 { return uint8(i+1) << stReasonShift }
+
+// stage runs the view's record through the aggregations that select it: each gets the record staged
+// in the batch, unless the record's time is invalid or in the future. The record's state is settled by
+// apply.
+func (run *ingestRun) stage(aggs []*aggregation, isSpan bool, t int64, start, end uint64) {
+	tag := int32(len(run.sc.state))
+	r, kb, b := &run.sc.view, &run.sc.key, run.b
+	st := uint8(0)
 	for _, a := range aggs {
 		if !a.matches(r, isSpan) {
 			continue
 		}
-		if !matched {
-			matched = true
-			if check = b.Check(t); check != stream.OnTime {
+		if st == 0 {
+			st = stMatched
+			if check := b.Check(t); check != stream.OnTime {
+				if check == stream.Future {
+					st |= reasonState(lateIndex(reasonFuture))
+				} else {
+					st |= reasonState(lateIndex(reasonInvalid))
+				}
 				break
 			}
 		}
 		v, why := a.value(r, start, end)
 		if why != valueOK {
-			tl.missingValue(why)
+			run.tl.missingValue(why)
 		}
 		if a.buildKey(kb, r) {
-			tl.truncated++
+			run.tl.truncated++
 		}
-		switch b.Add(a.index, kb.Key(), t, v) {
+		b.Stage(a.index, kb.Key(), t, v, tag)
+	}
+	run.sc.state = append(run.sc.state, st)
+}
+
+// apply adds the staged records and settles every record's state: a record is late (expired) if some
+// aggregation found it expired, late-updated if some added it to a window that had fired.
+func (run *ingestRun) apply() {
+	state := run.sc.state
+	run.b.Apply(func(tag int32, vd stream.Verdict) {
+		switch vd {
 		case stream.Expired:
-			reason = reasonExpired
+			state[tag] |= reasonState(lateIndex(reasonExpired))
 		case stream.LateUpdate:
-			lateUpdated = true
+			state[tag] |= stLateUpdated
+		}
+	})
+	tl := &run.tl
+	for _, st := range state {
+		switch {
+		case st == 0:
+			tl.unmatched++
+		case st>>stReasonShift != 0:
+			tl.late[st>>stReasonShift-1]++
+			run.anyLate = true
+		case st&stLateUpdated != 0:
+			tl.lateUpdated++
+		default:
+			tl.aggregated++
 		}
 	}
-	switch {
-	case !matched:
-		tl.unmatched++
-		return ""
-	case check == stream.Invalid:
-		reason = reasonInvalid
-	case check == stream.Future:
-		reason = reasonFuture
+}
+
+// lateReason returns the late reason of record i of the call, or "".
+func (run *ingestRun) lateReason(i int) string {
+	if r := run.sc.state[i] >> stReasonShift; r != 0 {
+		return lateReasons[r-1]
 	}
-	switch {
-	case reason != "":
-		tl.late[lateIndex(reason)]++
-	case lateUpdated:
-		tl.lateUpdated++
-	default:
-		tl.aggregated++
-	}
-	return reason
+	return ""
 }
 
 // ingestTraces aggregates the spans of td. When late is not nil, the spans that come too late, too
@@ -145,9 +179,7 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 	if len(s.spanAggs) == 0 {
 		return
 	}
-	var run ingestRun
-	run.begin(s)
-	defer run.finish(ctx, action)
+	run := s.beginRun()
 	r := &run.sc.view
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -162,12 +194,28 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 				r.attrs = sp.Attributes()
 				r.spanName, r.spanKind, r.status = sp.Name(), sp.Kind(), sp.Status().Code()
 				start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
-				if reason := run.judge(s.spanAggs, true, timeOf(end), start, end); reason != "" && late != nil {
-					late.add(rs, ss, sp, reason, run.b.Watermark())
+				run.stage(s.spanAggs, true, timeOf(end), start, end)
+			}
+		}
+	}
+	run.apply()
+	if late != nil && run.anyLate {
+		n := 0
+		for i := 0; i < rss.Len(); i++ {
+			rs := rss.At(i)
+			sss := rs.ScopeSpans()
+			for j := 0; j < sss.Len(); j++ {
+				ss := sss.At(j)
+				spans := ss.Spans()
+				for k := 0; k < spans.Len(); k, n = k+1, n+1 {
+					if reason := run.lateReason(n); reason != "" {
+						late.add(rs, ss, spans.At(k), reason, run.b.Watermark())
+					}
 				}
 			}
 		}
 	}
+	run.finish(ctx, action)
 }
 
 // ingestLogs aggregates the log records of ld, as ingestTraces does for spans.
@@ -175,9 +223,7 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 	if len(s.logAggs) == 0 {
 		return
 	}
-	var run ingestRun
-	run.begin(s)
-	defer run.finish(ctx, action)
+	run := s.beginRun()
 	r := &run.sc.view
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -195,41 +241,55 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 				if ts == 0 {
 					ts = uint64(lr.ObservedTimestamp())
 				}
-				if reason := run.judge(s.logAggs, false, timeOf(ts), 0, 0); reason != "" && late != nil {
-					late.add(rl, sl, lr, reason, run.b.Watermark())
+				run.stage(s.logAggs, false, timeOf(ts), 0, 0)
+			}
+		}
+	}
+	run.apply()
+	if late != nil && run.anyLate {
+		n := 0
+		for i := 0; i < rls.Len(); i++ {
+			rl := rls.At(i)
+			sls := rl.ScopeLogs()
+			for j := 0; j < sls.Len(); j++ {
+				sl := sls.At(j)
+				lrs := sl.LogRecords()
+				for k := 0; k < lrs.Len(); k, n = k+1, n+1 {
+					if reason := run.lateReason(n); reason != "" {
+						late.add(rl, sl, lrs.At(k), reason, run.b.Watermark())
+					}
 				}
 			}
 		}
 	}
+	run.finish(ctx, action)
 }
 
 // ingestRun is one ingest call: its batch, its tally and its scratch.
 type ingestRun struct {
-	s  *shared
-	b  stream.Batch
-	tl tally
-	sc *scratch
+	s       *shared
+	b       *stream.Batch
+	tl      tally
+	sc      *scratch
+	anyLate bool // some record has a late reason
 }
 
-func (run *ingestRun) begin(s *shared) {
-	run.s, run.sc = s, getScratch()
-	run.b = s.engine.Begin(s.engine.Now())
+func (s *shared) beginRun() *ingestRun {
+	sc := getScratch()
+	run := &sc.run
+	*run = ingestRun{s: s, sc: sc, b: s.engine.Begin(s.engine.Now())}
+	return run
 }
 
 // finish lets the batch move the watermark, reports its outcomes, and sends what fired.
 func (run *ingestRun) finish(ctx context.Context, action string) {
-	run.sc.release()
-	run.b.End()
 	s := run.s
+	run.b.End()
 	s.report(ctx, &run.tl, action)
+	run.sc.release()
 	if s.engine.Due() {
 		s.emitter.emit(ctx, true)
 	}
-}
-
-// judge runs the current record of the view through aggs; see shared.judge.
-func (run *ingestRun) judge(aggs []*aggregation, isSpan bool, t int64, start, end uint64) string {
-	return run.s.judge(&run.b, &run.sc.key, aggs, &run.sc.view, isSpan, t, start, end, &run.tl)
 }
 
 // timeOf converts a pdata timestamp to the engine's int64. Anything past 2^62 ns (the year 2116) is

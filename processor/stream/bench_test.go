@@ -34,10 +34,13 @@ func newBenchRecords(nSeries, n int) *benchRecords {
 	return br
 }
 
+func ignoreLate(int32, Verdict) {}
+
 // benchEngine feeds b.N records in batches of 1000, and collects after every batch as the component
 // does. The stream is the same whatever the windows: ten records per second per series, at most ten
 // thousand records per second in all (so 100k series get one record per ten seconds each). It reports
-// ns and allocs per record, window firings included.
+// ns and allocs per record, window firings included. Batches are staged and applied, as the component
+// sends them.
 func benchEngine(b *testing.B, size, slide time.Duration, nSeries int) {
 	const batch = 1000
 	clk := clock.NewFake(time.Unix(1_000_000, 0))
@@ -57,11 +60,12 @@ func benchEngine(b *testing.B, size, slide time.Duration, nSeries int) {
 		for done := 0; done < n; {
 			bt := e.Begin(clk.Now())
 			for i := 0; i < batch && done < n; i, done = i+1, done+1 {
-				bt.Add(0, br.keys[k], t+br.offset[i]%step, br.values[i])
+				bt.Stage(0, br.keys[k], t+br.offset[i]%step, br.values[i], int32(i))
 				if k++; k == len(br.keys) {
 					k = 0
 				}
 			}
+			bt.Apply(ignoreLate)
 			bt.End()
 			t += step
 			if e.Due() {
@@ -143,12 +147,14 @@ func BenchmarkIngestParallel(b *testing.B) {
 			bt := e.Begin(clk.Now())
 			for i := range 1000 {
 				if !pb.Next() {
+					bt.Apply(ignoreLate)
 					bt.End()
 					return
 				}
-				bt.Add(0, br.keys[k], t+br.offset[i]%int64(100*time.Millisecond), br.values[i])
+				bt.Stage(0, br.keys[k], t+br.offset[i]%int64(100*time.Millisecond), br.values[i], int32(i))
 				k = (k + 1) % len(br.keys)
 			}
+			bt.Apply(ignoreLate)
 			bt.End()
 			t += int64(100 * time.Millisecond)
 			if e.Due() {

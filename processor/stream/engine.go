@@ -3,6 +3,7 @@ package stream
 import (
 	"hash/maphash"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -33,6 +34,8 @@ type Engine struct {
 
 	collectMu sync.Mutex
 	spare     resultBuffer
+
+	batches sync.Pool // of *Batch, with their staging buffers
 }
 
 // New returns an engine for cfg, which must be valid.
@@ -58,6 +61,7 @@ func New(cfg Config) (*Engine, error) {
 	if e.clock == nil {
 		e.clock = clock.System{}
 	}
+	e.batches.New = func() any { return new(Batch) }
 	e.shards = make([]*shard, n)
 	for i := range e.shards {
 		e.shards[i] = newShard(e.g, e.aggs, e.active)
@@ -88,7 +92,12 @@ func (e *Engine) Watermark() int64 {
 }
 
 // Batch is one batch of records judged against the watermark that held when it began. Use one Batch
-// per goroutine; End it to let its accepted records move the watermark.
+// per goroutine; End it to let its accepted records move the watermark, after which it must not be
+// used.
+//
+// Records go in one at a time with Add, or staged with Stage and added together by Apply, which
+// takes each shard's lock once for all of its records and lets the processor overlap their memory
+// accesses. Both judge a record the same way.
 type Batch struct {
 	e        *Engine
 	now, w   int64
@@ -97,11 +106,35 @@ type Batch struct {
 	// Counted here and added to the engine's at End: no write to memory shared by cores per record.
 	verdicts [numVerdicts]uint64
 	overflow uint64
+
+	// paneLo is the start of the pane computed last: records of a batch mostly share a pane, and a
+	// division per record is not free.
+	paneLo int64
+
+	staged []staged
+	keys   []byte  // the staged keys, back to back
+	order  []int32 // staged indexes grouped by shard
+	counts []int32 // per shard, then prefix sums
+	fresh  []int32 // staged indexes of records whose series did not exist
+	spill  []int32 // staged indexes bound for the overflow series
+}
+
+// staged is a record waiting for Apply.
+type staged struct {
+	hash   uint64
+	t, p   int64 // event time, pane start
+	v      float64
+	keyOff uint32
+	keyLen uint32
+	agg    int32
+	tag    int32
 }
 
 // Begin starts a batch at wall time now.
-func (e *Engine) Begin(now int64) Batch {
-	return Batch{e: e, now: now, w: e.wm.current(), maxT: minTime}
+func (e *Engine) Begin(now int64) *Batch {
+	b := e.batches.Get().(*Batch)
+	b.e, b.now, b.w, b.maxT, b.accepted, b.paneLo = e, now, e.wm.current(), minTime, false, maxTime
+	return b
 }
 
 // Watermark returns the watermark the batch judges records by, as Engine.Watermark does.
@@ -123,61 +156,170 @@ func (b *Batch) Check(t int64) Verdict {
 	return OnTime
 }
 
+// paneStart returns the start of the pane that holds t, which Check has passed.
+func (b *Batch) paneStart(t int64) int64 {
+	if t < b.paneLo || t-b.paneLo >= b.e.g.slide {
+		b.paneLo = b.e.g.paneStart(t)
+	}
+	return b.paneLo
+}
+
+// hash is a series' hash: it picks the shard (low bits) and the slot in the shard's table.
+func (e *Engine) hash(agg int, key []byte) uint64 {
+	return maphash.Bytes(e.seed, key) ^ uint64(agg)*0x9e3779b97f4a7c15
+}
+
+func (e *Engine) hashString(agg int, key string) uint64 {
+	return maphash.String(e.seed, key) ^ uint64(agg)*0x9e3779b97f4a7c15
+}
+
 // Add puts a record of aggregation agg at event time t with value v into the series key and says
 // what became of it. A NaN or infinite v is counted but left out of the value aggregates. The key's
 // bytes are copied if the engine keeps them.
 func (b *Batch) Add(agg int, key []byte, t int64, v float64) Verdict {
-	e := b.e
 	if vd := b.Check(t); vd != OnTime {
 		b.verdicts[vd]++
 		return vd
 	}
-	hasValue := !math.IsNaN(v) && !math.IsInf(v, 0)
-	sh := e.shards[(maphash.Bytes(e.seed, key)+uint64(agg))&e.mask]
+	e := b.e
+	h := e.hash(agg, key)
+	sh := e.shards[h&e.mask]
 	sh.mu.Lock()
-	p := e.g.paneStart(t)
-	vd := e.g.classify(p, sh.observe(b.w))
-	if vd == Expired {
-		sh.mu.Unlock()
-		b.verdicts[Expired]++
-		return Expired
-	}
-	se := sh.lookup(agg, key)
-	if se == nil {
-		if e.active[agg].Add(1) > int64(e.aggs[agg].MaxSeries) {
-			e.active[agg].Add(-1)
-			sh.mu.Unlock()
-			return b.addOverflow(agg, t, p, v, hasValue)
-		}
-		se = sh.insert(agg, key)
-	}
-	sh.add(se, p, v, hasValue, vd)
+	w := sh.observe(b.w)
+	vd, _, full := sh.addRecord(w, agg, h, key, b.paneStart(t), v, true)
 	sh.mu.Unlock()
+	if full {
+		e.overflow.mu.Lock()
+		vd = e.overflow.addOverflow(e.overflow.observe(b.w), agg, b.paneStart(t), v)
+		e.overflow.mu.Unlock()
+		if vd != Expired {
+			b.overflow++
+		}
+	}
 	b.accept(t, vd)
 	return vd
 }
 
-// addOverflow puts a record into the aggregation's overflow series.
-func (b *Batch) addOverflow(agg int, t, p int64, v float64, hasValue bool) Verdict {
+// Stage queues a record for Apply, as Add would take it, with a tag for the caller to know it by. It
+// returns Invalid or Future at once for a record that cannot be added (and does not stage it), and
+// OnTime when it has staged it: its verdict comes from Apply.
+func (b *Batch) Stage(agg int, key []byte, t int64, v float64, tag int32) Verdict {
+	if vd := b.Check(t); vd != OnTime {
+		b.verdicts[vd]++
+		return vd
+	}
+	b.staged = append(b.staged, staged{
+		hash: b.e.hash(agg, key), t: t, p: b.paneStart(t), v: v,
+		keyOff: uint32(len(b.keys)), keyLen: uint32(len(key)), agg: int32(agg), tag: tag,
+	})
+	b.keys = append(b.keys, key...)
+	return OnTime
+}
+
+// Apply adds every record staged since the last Apply, shard by shard, and calls late with the tag
+// and verdict of each that was not OnTime (LateUpdate or Expired).
+func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
+	if len(b.staged) == 0 {
+		return
+	}
 	e := b.e
-	sh := e.overflow
+	// Group the staged records by shard (a counting sort, stable).
+	n := len(e.shards)
+	b.counts = append(b.counts[:0], make([]int32, n+1)...)
+	for i := range b.staged {
+		b.counts[b.staged[i].hash&e.mask+1]++
+	}
+	for i := 1; i <= n; i++ {
+		b.counts[i] += b.counts[i-1]
+	}
+	b.order = append(b.order[:0], make([]int32, len(b.staged))...)
+	next := b.counts[:n] // the next position of each shard, advanced in place
+	for i := range b.staged {
+		s := b.staged[i].hash & e.mask
+		b.order[next[s]] = int32(i)
+		next[s]++
+	}
+	// next[s] now ends shard s's run; shard s starts where shard s-1 ends.
+	lo := int32(0)
+	for s := 0; s < n; s++ {
+		hi := next[s]
+		if hi > lo {
+			b.applyShard(e.shards[s], b.order[lo:hi], late)
+		}
+		lo = hi
+	}
+	if len(b.fresh) > 0 {
+		b.applyFresh(late)
+	}
+	if len(b.spill) > 0 {
+		b.applyOverflow(late)
+	}
+	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
+}
+
+// applyShard adds the records of one shard whose series exist, and sets aside the others.
+func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 	sh.mu.Lock()
-	vd := e.g.classify(p, sh.observe(b.w))
-	if vd != Expired {
-		sh.add(sh.overflowSeries(agg), p, v, hasValue, vd)
+	w := sh.observe(b.w)
+	for _, i := range idx {
+		r := &b.staged[i]
+		vd, missing, _ := sh.addRecord(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, false)
+		if missing {
+			b.fresh = append(b.fresh, i)
+			continue
+		}
+		b.done(r, vd, late)
 	}
 	sh.mu.Unlock()
-	if vd == Expired {
-		b.verdicts[Expired]++
-		return Expired
+}
+
+// applyFresh adds the records whose series did not exist, in the order they were staged, creating
+// their series while max_series allows and setting aside the rest for the overflow series.
+func (b *Batch) applyFresh(late func(int32, Verdict)) {
+	slices.Sort(b.fresh)
+	e := b.e
+	for _, i := range b.fresh {
+		r := &b.staged[i]
+		sh := e.shards[r.hash&e.mask]
+		sh.mu.Lock()
+		vd, _, full := sh.addRecord(sh.observe(b.w), int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, true)
+		sh.mu.Unlock()
+		if full {
+			b.spill = append(b.spill, i)
+			continue
+		}
+		b.done(r, vd, late)
 	}
-	b.overflow++
-	b.accept(t, vd)
-	return vd
+}
+
+// done records the verdict of staged record r.
+func (b *Batch) done(r *staged, vd Verdict, late func(int32, Verdict)) {
+	b.accept(r.t, vd)
+	if vd != OnTime {
+		late(r.tag, vd)
+	}
+}
+
+func (b *Batch) applyOverflow(late func(int32, Verdict)) {
+	sh := b.e.overflow
+	sh.mu.Lock()
+	w := sh.observe(b.w)
+	for _, i := range b.spill {
+		r := &b.staged[i]
+		vd := sh.addOverflow(w, int(r.agg), r.p, r.v)
+		if vd != Expired {
+			b.overflow++
+		}
+		b.done(r, vd, late)
+	}
+	sh.mu.Unlock()
 }
 
 func (b *Batch) accept(t int64, vd Verdict) {
 	b.verdicts[vd]++
+	if vd == Expired {
+		return
+	}
 	if vd == LateUpdate && !b.e.lateDirty.Load() {
 		b.e.lateDirty.Store(true)
 	}
@@ -185,20 +327,25 @@ func (b *Batch) accept(t int64, vd Verdict) {
 	b.maxT = max(b.maxT, t)
 }
 
-// End lets the batch's accepted records move the watermark, and adds its verdicts to the counters.
+// End lets the batch's accepted records move the watermark, adds its verdicts to the counters, and
+// gives the batch back to the engine. Records staged and not applied are dropped.
 func (b *Batch) End() {
+	e := b.e
 	if b.accepted {
-		b.e.wm.observe(b.maxT, b.now)
+		e.wm.observe(b.maxT, b.now)
 	}
 	for i, n := range b.verdicts {
 		if n > 0 {
-			b.e.verdicts[i].Add(n)
+			e.verdicts[i].Add(n)
 		}
 	}
 	if b.overflow > 0 {
-		b.e.overflowRecords.Add(b.overflow)
+		e.overflowRecords.Add(b.overflow)
 	}
 	b.verdicts, b.overflow = [numVerdicts]uint64{}, 0
+	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
+	b.e = nil
+	e.batches.Put(b)
 }
 
 // Collect applies the idle rule at wall time now, brings every shard to the watermark, and hands

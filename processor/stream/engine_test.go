@@ -313,3 +313,42 @@ func TestMissingValueIsCountedButNotAggregated(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+// A staged batch hands the max_series slots to the first new series in the order they were staged,
+// as Add does, although Apply goes through the records shard by shard.
+func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
+	for _, shards := range []int{1, 64} {
+		cfg := Config{Size: 10 * time.Second, Shards: shards, Aggregations: []Aggregation{{MaxSeries: 3}}}
+		h := newHarness(t, cfg)
+		b := h.e.Begin(h.clk.Now())
+		keys := []string{"k9", "k3", "k7", "k0", "k5", "k3", "k1", "k9"}
+		for i, k := range keys {
+			if vd := b.Stage(0, []byte(k), 1*sec, float64(i), int32(i)); vd != OnTime {
+				t.Fatalf("Stage: %v", vd)
+			}
+		}
+		b.Apply(func(tag int32, vd Verdict) { t.Errorf("record %d: %v", tag, vd) })
+		b.End()
+		h.clk.Set(time.Unix(1000, 0))
+		b = h.e.Begin(h.clk.Now())
+		b.Add(0, []byte("k9"), 20*sec, 1) // moves W past the first window
+		b.End()
+		got := map[string]uint64{}
+		for _, f := range h.collect() {
+			k := f.Key
+			if f.Overflow {
+				k = "overflow"
+			}
+			got[k] += f.Count
+		}
+		want := map[string]uint64{"k9": 2, "k3": 2, "k7": 1, "overflow": 3}
+		if len(got) != len(want) {
+			t.Fatalf("shards=%d: firings %v, want %v", shards, got, want)
+		}
+		for k, n := range want {
+			if got[k] != n {
+				t.Fatalf("shards=%d: firings %v, want %v", shards, got, want)
+			}
+		}
+	}
+}

@@ -883,6 +883,7 @@ func (f *runFailure) String() string {
 
 type runOptions struct {
 	snapshots bool            // honour the ops' snapshot flags; compare firings with an uninterrupted engine
+	staged    bool            // stage each batch and Apply it, instead of Add per record
 	trace     *[]string       // if set, gets a line per step
 	onEngine  func(e *Engine) // called after each op with the engine under test
 }
@@ -963,15 +964,38 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 		trace("op %d: batch at wall %s, W at Begin %s", i, tf.t(op.batchNow), tf.t(m.watermark()))
 		b := e.Begin(op.batchNow)
 		mb := m.begin(op.batchNow)
-		var rb Batch
+		var rb *Batch
 		if ref != nil {
 			rb = ref.Begin(op.batchNow)
 		}
+		// With opt.staged every record is staged and the batch applied at the end, so a verdict is
+		// known only then: engineVerdicts holds them by record.
+		engineVerdicts := make([]Verdict, len(op.recs))
+		if opt.staged {
+			for j, r := range op.recs {
+				key = append(key[:0], r.key...)
+				engineVerdicts[j] = b.Stage(r.agg, key, r.t, r.v, int32(j))
+				for k := range key {
+					key[k] = '#'
+				}
+			}
+			b.Apply(func(tag int32, vd Verdict) {
+				if engineVerdicts[tag] != OnTime {
+					panic(fmt.Sprintf("Apply reported record %d twice or after Stage refused it", tag))
+				}
+				engineVerdicts[tag] = vd
+			})
+		}
 		for j, r := range op.recs {
-			key = append(key[:0], r.key...)
-			got := b.Add(r.agg, key, r.t, r.v)
-			for k := range key {
-				key[k] = '#'
+			var got Verdict
+			if opt.staged {
+				got = engineVerdicts[j]
+			} else {
+				key = append(key[:0], r.key...)
+				got = b.Add(r.agg, key, r.t, r.v)
+				for k := range key {
+					key[k] = '#'
+				}
 			}
 			want := mb.add(r.agg, r.key, r.t, r.v)
 			if got < numVerdicts {
@@ -1290,6 +1314,17 @@ func TestEngineMatchesReferenceModel(t *testing.T) {
 	}
 }
 
+// TestStagedBatchesMatchReferenceModel runs the same scenarios with every batch staged and applied at
+// once (the component's path), which groups its records by shard.
+func TestStagedBatchesMatchReferenceModel(t *testing.T) {
+	for _, c := range modelConfigs() {
+		t.Run(strings.ReplaceAll(c.name, "/", "_"), func(t *testing.T) {
+			t.Parallel()
+			runSeeds(t, &c, runOptions{staged: true})
+		})
+	}
+}
+
 // TestReferenceModelSelfCheck pins the model to a few hand-computed cases, so that a wrong model cannot
 // pass silently against a wrong engine.
 func TestReferenceModelSelfCheck(t *testing.T) {
@@ -1369,23 +1404,42 @@ func TestOverflowConservesRecords(t *testing.T) {
 			seeds: 20, ops: 30, maxSeries: 3, aggs: []Aggregation{{Histogram: true}}},
 	}
 	for _, c := range configs {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			failures := 0
-			for seed := range uint64(seedsFor(&c)) {
-				sc := genScenario(&c, seed)
-				if msg := runOverflowScenario(sc); msg != "" {
-					failures++
-					if failures <= 3 {
-						t.Errorf("%s seed %d: %s\nstream:\n%s", c.name, seed, msg, describeScenario(sc))
+		for _, staged := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/staged=%v", c.name, staged), func(t *testing.T) {
+				t.Parallel()
+				failures := 0
+				for seed := range uint64(seedsFor(&c)) {
+					sc := genScenario(&c, seed)
+					if msg := runOverflowScenario(sc, staged); msg != "" {
+						failures++
+						if failures <= 3 {
+							t.Errorf("%s seed %d: %s\nstream:\n%s", c.name, seed, msg, describeScenario(sc))
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
-func runOverflowScenario(sc *scenario) string {
+// applyRecords puts recs into b, with Add per record or, when staged, with Stage and one Apply, and
+// returns the engine's verdict for each.
+func applyRecords(b *Batch, recs []refRec, staged bool) []Verdict {
+	out := make([]Verdict, len(recs))
+	for j, r := range recs {
+		if staged {
+			out[j] = b.Stage(r.agg, []byte(r.key), r.t, r.v, int32(j))
+		} else {
+			out[j] = b.Add(r.agg, []byte(r.key), r.t, r.v)
+		}
+	}
+	if staged {
+		b.Apply(func(tag int32, vd Verdict) { out[tag] = vd })
+	}
+	return out
+}
+
+func runOverflowScenario(sc *scenario, staged bool) string {
 	c := sc.cfg
 	tf := timeFmt{sc.base}
 	e, clk := newModelEngine(c, sc.base)
@@ -1427,8 +1481,9 @@ func runOverflowScenario(sc *scenario) string {
 		clk.Set(time.Unix(0, op.batchNow))
 		b := e.Begin(op.batchNow)
 		mb := m.begin(op.batchNow)
+		got := applyRecords(b, op.recs, staged)
 		for j, r := range op.recs {
-			if g, w := b.Add(r.agg, []byte(r.key), r.t, r.v), mb.add(r.agg, r.key, r.t, r.v); g != w {
+			if g, w := got[j], mb.add(r.agg, r.key, r.t, r.v); g != w {
 				return fmt.Sprintf("op %d record %d (agg%d %q t=%s): verdict %v, want %v", i, j, r.agg, r.key, tf.t(r.t), g, w)
 			}
 		}
@@ -1503,23 +1558,33 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 			for i := 0; i < batches || (collects.Load() < 150 && i < 20*batches); i++ {
 				now := clk.Now()
 				b := e.Begin(now)
+				staged := w%2 == 1 // odd workers stage their batches and apply them at once
+				var recs []refRec
+				var got []Verdict
 				for range 1 + rng.IntN(20) {
 					t := now - randIn(rng, -12*s, 40*s)
 					if rng.IntN(50) == 0 {
 						t = 0
 					}
-					agg := rng.IntN(2)
-					key := []byte("k" + strconv.Itoa(rng.IntN(8)))
-					v := b.Add(agg, key, t, genValue(rng, nil, 5))
+					r := refRec{agg: rng.IntN(2), key: "k" + strconv.Itoa(rng.IntN(8)), t: t, v: genValue(rng, nil, 5)}
+					recs = append(recs, r)
+					if !staged {
+						got = append(got, b.Add(r.agg, []byte(r.key), r.t, r.v))
+						if rng.IntN(8) == 0 {
+							runtime.Gosched() // let a Collect run in the middle of the batch
+						}
+					}
+				}
+				if staged {
+					got = applyRecords(b, recs, true)
+				}
+				for j, v := range got {
 					if v >= numVerdicts {
 						panic(fmt.Sprintf("verdict %d", v))
 					}
 					verdicts[w][v]++
-					if v.Aggregated() {
-						tallies[w][aggWin{agg, t - mod(t, 10*s)}]++
-					}
-					if rng.IntN(8) == 0 {
-						runtime.Gosched() // let a Collect run in the middle of the batch
+					if r := recs[j]; v.Aggregated() {
+						tallies[w][aggWin{r.agg, r.t - mod(r.t, 10*s)}]++
 					}
 				}
 				b.End()

@@ -7,6 +7,7 @@ import (
 // series is one distinct key of one aggregation, with its live panes.
 type series struct {
 	key      string
+	hash     uint64 // of agg and key, as Engine.hash
 	agg      int
 	overflow bool
 	pos      int    // index in its shard's list

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -18,8 +19,8 @@ type shard struct {
 	next    int64 // nextBoundary(applied): the watermark at which it must flush again
 	dirty   bool  // some pane holds a late delta
 
-	index    []map[string]*series // per aggregation
-	overflow []*series            // per aggregation; used on the engine's overflow shard only
+	table    seriesTable
+	overflow []*series // per aggregation; used on the engine's overflow shard only
 	list     []*series
 	pending  resultBuffer
 	pool     sketchPool
@@ -35,10 +36,6 @@ type shard struct {
 
 func newShard(g windowing, aggs []Aggregation, active []atomic.Int64) *shard {
 	s := &shard{g: g, aggs: aggs, applied: minTime, next: g.nextBoundary(minTime), active: active}
-	s.index = make([]map[string]*series, len(aggs))
-	for i := range s.index {
-		s.index[i] = make(map[string]*series)
-	}
 	s.overflow = make([]*series, len(aggs))
 	s.wHist, s.wDeltaHst = newSketch(), newSketch()
 	return s
@@ -54,17 +51,41 @@ func (s *shard) observe(w int64) int64 {
 	return s.applied
 }
 
-// lookup returns the series for key, or nil.
-func (s *shard) lookup(agg int, key []byte) *series {
-	return s.index[agg][string(key)]
+// addRecord puts a record of aggregation agg in pane p into the series key (hash h), judged against
+// the shard's watermark w, and says what became of it. With create false a record whose series does
+// not exist is left alone (missing): Apply creates series in the order of their records, so that the
+// first to come get the max_series slots. full reports that the series is new and the aggregation
+// already holds max_series: the record is for the overflow series, and nothing was done.
+func (s *shard) addRecord(w int64, agg int, h uint64, key []byte, p int64, v float64, create bool) (vd Verdict, missing, full bool) {
+	vd = s.g.classify(p, w)
+	if vd == Expired {
+		return vd, false, false
+	}
+	se := s.table.find(h, agg, key)
+	if se == nil {
+		if !create {
+			return vd, true, false
+		}
+		if s.active[agg].Add(1) > int64(s.aggs[agg].MaxSeries) {
+			s.active[agg].Add(-1)
+			return vd, false, true
+		}
+		se = &series{key: string(key), hash: h, agg: agg, pos: len(s.list)}
+		s.table.insert(se)
+		s.list = append(s.list, se)
+	}
+	s.add(se, p, v, vd)
+	return vd, false, false
 }
 
-// insert adds a new series for key.
-func (s *shard) insert(agg int, key []byte) *series {
-	se := &series{key: string(key), agg: agg, pos: len(s.list)}
-	s.index[agg][se.key] = se
-	s.list = append(s.list, se)
-	return se
+// addOverflow puts a record of aggregation agg in pane p into its overflow series (on the engine's
+// overflow shard), judged against w.
+func (s *shard) addOverflow(w int64, agg int, p int64, v float64) Verdict {
+	vd := s.g.classify(p, w)
+	if vd != Expired {
+		s.add(s.overflowSeries(agg), p, v, vd)
+	}
+	return vd
 }
 
 // overflowSeries returns the aggregation's overflow series, creating it if needed.
@@ -89,12 +110,14 @@ func (s *shard) release(se *series) {
 		s.overflow[se.agg] = nil
 		return
 	}
-	delete(s.index[se.agg], se.key)
+	s.table.remove(se)
 	s.active[se.agg].Add(-1)
 }
 
-// add puts a record of pane start, judged as verdict, into series se.
-func (s *shard) add(se *series, start int64, v float64, hasValue bool, verdict Verdict) {
+// add puts a record of pane start, judged as verdict, into series se. A NaN or infinite v is counted
+// but left out of the value aggregates.
+func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
+	hasValue := !math.IsNaN(v) && !math.IsInf(v, 0)
 	late := verdict == LateUpdate
 	p := se.pane(start, &s.pool, &s.aggs[se.agg])
 	p.add(v, hasValue, late)

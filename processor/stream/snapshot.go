@@ -3,7 +3,6 @@ package stream
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
@@ -166,12 +165,13 @@ func (e *Engine) Restore(b []byte) error {
 			overflow.adopt(se)
 			continue
 		}
-		sh := fresh[(maphash.String(e.seed, se.key)+uint64(se.agg))&e.mask]
-		if sh.index[se.agg][se.key] != nil {
+		se.hash = e.hashString(se.agg, se.key)
+		sh := fresh[se.hash&e.mask]
+		if sh.table.find(se.hash, se.agg, []byte(se.key)) != nil {
 			d.fail()
 			break
 		}
-		sh.index[se.agg][se.key] = se
+		sh.table.insert(se)
 		sh.adopt(se)
 		active[se.agg]++
 	}
