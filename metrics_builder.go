@@ -23,18 +23,29 @@ type metricsBuilder struct {
 
 	md      pmetric.Metrics
 	points  int
-	scopes  map[string]pmetric.ScopeMetrics // by the resource part of the series key
-	metrics map[metricID]pmetric.Metric
+	scopes  map[string]*resourceOut // by the resource part of the series key
 	resKey  serieskey.Builder
 	decoded []serieskey.Value
 	counts  []uint64
 }
 
-type metricID struct {
-	resource string
-	agg      int
-	output   string
+// resourceOut is one output resource: its scope and the metric of each output slot, made on first use.
+type resourceOut struct {
+	sm      pmetric.ScopeMetrics
+	metrics []pmetric.Metric
+	made    []bool
 }
+
+// Output slots: the fixed outputs, then the percentiles in their configured order.
+const (
+	slotCount = iota
+	slotSum
+	slotAvg
+	slotMin
+	slotMax
+	slotHistogram
+	slotQuantiles
+)
 
 func newMetricsBuilder(aggs []*aggregation, cfgs []AggregationConfig, version string) *metricsBuilder {
 	b := &metricsBuilder{aggs: aggs, version: version}
@@ -48,8 +59,7 @@ func newMetricsBuilder(aggs []*aggregation, cfgs []AggregationConfig, version st
 func (b *metricsBuilder) reset() {
 	b.md = pmetric.NewMetrics()
 	b.points = 0
-	b.scopes = map[string]pmetric.ScopeMetrics{}
-	b.metrics = map[metricID]pmetric.Metric{}
+	b.scopes = map[string]*resourceOut{}
 }
 
 // take returns the metrics built so far and starts afresh.
@@ -81,8 +91,7 @@ func (b *metricsBuilder) add(r *stream.Result) {
 			}
 		})
 	}
-	resource := string(b.resKey.Key())
-	sm := b.scope(resource, r.Agg)
+	ro := b.resource(r.Agg)
 	start, end := pcommon.Timestamp(r.Start), pcommon.Timestamp(r.End)
 	attrs := func(m pcommon.Map) {
 		if r.Overflow {
@@ -93,7 +102,7 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	}
 	o := &a.outputs
 	if o.count {
-		m := b.metric(sm, resource, r.Agg, outputCount, a)
+		m := b.metric(ro, slotCount, outputCount, a)
 		dp := m.Sum().DataPoints().AppendEmpty()
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(end)
@@ -102,24 +111,24 @@ func (b *metricsBuilder) add(r *stream.Result) {
 		b.points++
 	}
 	if o.sum {
-		b.gaugeOrSum(sm, resource, r.Agg, outputSum, a, start, end, r.Sum, attrs)
+		b.gaugeOrSum(ro, slotSum, outputSum, a, start, end, r.Sum, attrs)
 	}
 	if r.WindowValueCount > 0 {
 		if o.avg {
-			b.gaugeOrSum(sm, resource, r.Agg, outputAvg, a, start, end, r.Avg, attrs)
+			b.gaugeOrSum(ro, slotAvg, outputAvg, a, start, end, r.Avg, attrs)
 		}
 		if o.min {
-			b.gaugeOrSum(sm, resource, r.Agg, outputMin, a, start, end, r.Min, attrs)
+			b.gaugeOrSum(ro, slotMin, outputMin, a, start, end, r.Min, attrs)
 		}
 		if o.max {
-			b.gaugeOrSum(sm, resource, r.Agg, outputMax, a, start, end, r.Max, attrs)
+			b.gaugeOrSum(ro, slotMax, outputMax, a, start, end, r.Max, attrs)
 		}
 		for i, name := range o.quantileNames {
-			b.gaugeOrSum(sm, resource, r.Agg, name, a, start, end, r.Quantiles[i], attrs)
+			b.gaugeOrSum(ro, slotQuantiles+i, name, a, start, end, r.Quantiles[i], attrs)
 		}
 	}
 	if o.histogram && r.Hist != nil {
-		m := b.metric(sm, resource, r.Agg, outputHistogram, a)
+		m := b.metric(ro, slotHistogram, outputHistogram, a)
 		dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
 		dp.SetStartTimestamp(start)
 		dp.SetTimestamp(end)
@@ -143,9 +152,9 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	}
 }
 
-func (b *metricsBuilder) gaugeOrSum(sm pmetric.ScopeMetrics, resource string, agg int, output string, a *aggregation,
+func (b *metricsBuilder) gaugeOrSum(ro *resourceOut, slot int, output string, a *aggregation,
 	start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) {
-	m := b.metric(sm, resource, agg, output, a)
+	m := b.metric(ro, slot, output, a)
 	var dp pmetric.NumberDataPoint
 	if m.Type() == pmetric.MetricTypeSum {
 		dp = m.Sum().DataPoints().AppendEmpty()
@@ -200,11 +209,11 @@ func appendKeyValue(b *serieskey.Builder, v serieskey.Value) {
 	}
 }
 
-// scope returns the ScopeMetrics for the resource part of a series key, creating the resource with
-// those values as attributes.
-func (b *metricsBuilder) scope(resource string, agg int) pmetric.ScopeMetrics {
-	if sm, ok := b.scopes[resource]; ok {
-		return sm
+// resource returns the output resource for the resource part of the series key just decoded (in
+// resKey), creating it with those values as attributes.
+func (b *metricsBuilder) resource(agg int) *resourceOut {
+	if ro, ok := b.scopes[string(b.resKey.Key())]; ok {
+		return ro
 	}
 	rm := b.md.ResourceMetrics().AppendEmpty()
 	names := b.groupBy[agg]
@@ -216,17 +225,18 @@ func (b *metricsBuilder) scope(resource string, agg int) pmetric.ScopeMetrics {
 	sm := rm.ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(scopeName)
 	sm.Scope().SetVersion(b.version)
-	b.scopes[resource] = sm
-	return sm
+	n := slotQuantiles + len(b.aggs[agg].quantiles)
+	ro := &resourceOut{sm: sm, metrics: make([]pmetric.Metric, n), made: make([]bool, n)}
+	b.scopes[string(b.resKey.Key())] = ro
+	return ro
 }
 
-// metric returns the metric for one output of one aggregation under one resource.
-func (b *metricsBuilder) metric(sm pmetric.ScopeMetrics, resource string, agg int, output string, a *aggregation) pmetric.Metric {
-	id := metricID{resource: resource, agg: agg, output: output}
-	if m, ok := b.metrics[id]; ok {
-		return m
+// metric returns the metric for one output (in slot) of one aggregation under one resource.
+func (b *metricsBuilder) metric(ro *resourceOut, slot int, output string, a *aggregation) pmetric.Metric {
+	if ro.made[slot] {
+		return ro.metrics[slot]
 	}
-	m := sm.Metrics().AppendEmpty()
+	m := ro.sm.Metrics().AppendEmpty()
 	m.SetName(a.name + "." + output)
 	switch output {
 	case outputCount:
@@ -249,7 +259,7 @@ func (b *metricsBuilder) metric(sm pmetric.ScopeMetrics, resource string, agg in
 		m.SetDescription(gaugeDescription(output))
 		m.SetEmptyGauge()
 	}
-	b.metrics[id] = m
+	ro.metrics[slot], ro.made[slot] = m, true
 	return m
 }
 
