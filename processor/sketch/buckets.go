@@ -96,20 +96,27 @@ func (b *buckets) widen() {
 	b.wlog = ow + 1
 }
 
-// usedRange returns the slots of the first and last non-zero counters.
+// usedRange returns the slots of the first and last non-zero counters. It scans eight bytes at a
+// time: a window is often much wider than the counters in use (it keeps its width across Reset and
+// Subtract), and this runs on every merge, subtraction and quantile.
 func (b *buckets) usedRange() (first, last int, ok bool) {
 	d := b.data
-	if len(d) == 0 {
-		return 0, 0, false
-	}
+	n := len(d)
 	i := 0
-	for i < len(d) && d[i] == 0 {
+	for i+8 <= n && binary.LittleEndian.Uint64(d[i:]) == 0 {
+		i += 8
+	}
+	for i < n && d[i] == 0 {
 		i++
 	}
-	if i == len(d) {
+	if i == n {
 		return 0, 0, false
 	}
-	j := len(d) - 1
+	j := n // d[j:] is all zero; d[i] is not, so the scan stops above i
+	for j-8 > i && binary.LittleEndian.Uint64(d[j-8:]) == 0 {
+		j -= 8
+	}
+	j--
 	for d[j] == 0 {
 		j--
 	}
