@@ -181,10 +181,14 @@ type aggregation struct {
 	hasValue  bool
 	outputs   outputSet
 	quantiles []float64
+	histMax   int // buckets per sign of the histogram output
 }
 
 func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
-	c := &aggregation{index: index, name: a.Name, signal: a.Signal}
+	c := &aggregation{index: index, name: a.Name, signal: a.Signal, histMax: a.HistogramMaxSize}
+	if c.histMax == 0 {
+		c.histMax = defaultHistogramMaxSize
+	}
 	if a.Where != nil {
 		for _, k := range a.Where.SpanKind {
 			c.spanKinds |= 1 << spanKindByConfig[k]

@@ -78,8 +78,25 @@ func (c *checkpointer) restore(ctx context.Context) {
 // fingerprint describes the aggregations (names, signals, filters, group_by, values, outputs), so that
 // a checkpoint is not restored into another configuration: its series keys would be read against
 // other group-by keys. fmt prints maps with sorted keys, so it is stable.
+//
+// histogram_max_size is left out: it shapes the output only, not the state. The struct below keeps the
+// fields and their order of AggregationConfig before that key existed, so that checkpoints taken then
+// still restore.
 func (c *checkpointer) fingerprint() string {
-	return fmt.Sprintf("%+v", c.s.cfg.Aggregations)
+	type stateFields struct {
+		Name    string
+		Signal  string
+		Where   *WhereConfig
+		GroupBy []string
+		Value   string
+		Unit    string
+		Outputs []string
+	}
+	aggs := make([]stateFields, len(c.s.cfg.Aggregations))
+	for i, a := range c.s.cfg.Aggregations {
+		aggs[i] = stateFields{a.Name, a.Signal, a.Where, a.GroupBy, a.Value, a.Unit, a.Outputs}
+	}
+	return fmt.Sprintf("%+v", aggs)
 }
 
 func (c *checkpointer) encode() []byte {

@@ -67,7 +67,18 @@ type AggregationConfig struct {
 	Value   string       `mapstructure:"value"`
 	Unit    string       `mapstructure:"unit"`
 	Outputs []string     `mapstructure:"outputs"`
+	// HistogramMaxSize bounds the buckets per sign of the histogram output (not in the contract): the
+	// output is downscaled to the finest scale at which it fits, as an OpenTelemetry SDK does with its
+	// max_size. 0 means defaultHistogramMaxSize. Percentiles come from the full sketch regardless.
+	HistogramMaxSize int `mapstructure:"histogram_max_size"`
 }
+
+// defaultHistogramMaxSize is the OpenTelemetry SDK's default max_size for exponential histograms, and
+// span_metrics' default.
+const defaultHistogramMaxSize = 160
+
+// maxHistogramMaxSize is the sketch's own bucket limit per sign: a larger output cannot be finer.
+const maxHistogramMaxSize = 4096
 
 // WhereConfig selects the records an aggregation counts.
 type WhereConfig struct {
@@ -237,6 +248,9 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 		} else if !a.isDuration() {
 			bad("unit", "applies to value: duration only")
 		}
+	}
+	if a.HistogramMaxSize < 0 || a.HistogramMaxSize > maxHistogramMaxSize {
+		bad("histogram_max_size", "must be between 1 and %d (0: %d), got %d", maxHistogramMaxSize, defaultHistogramMaxSize, a.HistogramMaxSize)
 	}
 	outs := map[string]bool{}
 	for _, o := range a.Outputs {

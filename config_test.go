@@ -42,8 +42,9 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.duration || a.unit != "ms" || !a.outputs.count || a.outputs.sum || len(a.quantiles) != 0 || len(a.groupBy) != 0 {
-		t.Fatalf("aggregation defaults (value duration, unit ms, outputs [count], no group_by): %+v", a)
+	if !a.duration || a.unit != "ms" || !a.outputs.count || a.outputs.sum || len(a.quantiles) != 0 || len(a.groupBy) != 0 ||
+		a.histMax != 160 {
+		t.Fatalf("aggregation defaults (value duration, unit ms, outputs [count], no group_by, histogram_max_size 160): %+v", a)
 	}
 }
 
@@ -53,7 +54,8 @@ func TestFullConfigLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Window.Slide != 15*time.Second || cfg.Storage == nil || cfg.Storage.String() != "file_storage/wa" ||
-		len(cfg.Aggregations) != 3 || cfg.Aggregations[0].Where.Attributes["http.request.method"] != "GET" {
+		len(cfg.Aggregations) != 3 || cfg.Aggregations[0].Where.Attributes["http.request.method"] != "GET" ||
+		cfg.Aggregations[0].HistogramMaxSize != 320 {
 		t.Fatalf("full: %+v", cfg)
 	}
 	a, err := compileAggregation(0, cfg.Aggregations[0])
@@ -98,6 +100,7 @@ func TestInvalidConfigsNameKeyAndReason(t *testing.T) {
 		"value_output_without_value": {"outputs", `"p99" needs a value`},
 		"duplicate_output":           {"outputs", "twice"},
 		"bad_emit_interval":          {"emit.interval", "> 0"},
+		"bad_histogram_max_size":     {"aggregations[0] (a).histogram_max_size", "between 1 and 4096"},
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -119,7 +122,7 @@ func TestEveryTestdataConfigIsCovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(cm.ToStringMap()); n != 27 { // 2 valid + 25 invalid, each tested above
+	if n := len(cm.ToStringMap()); n != 28 { // 2 valid + 26 invalid, each tested above
 		t.Fatalf("testdata/config.yaml holds %d configs; add the new ones to the tests", n)
 	}
 }

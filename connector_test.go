@@ -207,6 +207,49 @@ func TestOverflowSeriesThroughTheConnector(t *testing.T) {
 	}
 }
 
+// The histogram output is downscaled to fit histogram_max_size buckets per sign. Values 1 and 1e6 sit in
+// buckets -1 and 1275 at scale 6 (bucket i is (2^(i/64), 2^((i+1)/64)]; log2(1e6) = 19.93): 1277
+// buckets. Each scale down halves the indices (floor): at scale 2 they are -1 and 79, 81 buckets, the
+// first that fits in 160 (scale 3 needs 161). With 4096 the output keeps scale 6.
+func TestHistogramOutputFitsMaxSize(t *testing.T) {
+	for _, c := range []struct {
+		maxSize   int
+		scale     int32
+		offset    int32
+		nBuckets  int
+		lastIndex int
+	}{{0, 2, -1, 81, 80}, {4096, 6, -1, 1277, 1276}} {
+		useFakeClock(t)
+		cfg := baseConfig()
+		cfg.Aggregations = []AggregationConfig{{Name: "v", Signal: "logs", Value: "attribute:v",
+			Outputs: []string{"histogram"}, HistogramMaxSize: c.maxSize}}
+		h := newConnectorHarness(t, cfg, true)
+		h.sendLogs(logs(logSpec{service: "a", ts: 1, attrs: map[string]any{"v": 1}},
+			logSpec{service: "a", ts: 2, attrs: map[string]any{"v": 1e6}}))
+		h.sendLogs(logs(logSpec{service: "a", ts: 10}))
+		var found bool
+		for _, md := range h.metrics.AllMetrics() {
+			ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+			for i := 0; i < ms.Len(); i++ {
+				if ms.At(i).Name() != "v.histogram" {
+					continue
+				}
+				dp := ms.At(i).ExponentialHistogram().DataPoints().At(0)
+				bc := dp.Positive().BucketCounts()
+				if dp.Scale() != c.scale || dp.Positive().Offset() != c.offset || bc.Len() != c.nBuckets ||
+					bc.At(0) != 1 || bc.At(c.lastIndex) != 1 || dp.Count() != 2 || dp.Negative().BucketCounts().Len() != 0 {
+					t.Fatalf("max %d: scale %d offset %d buckets %d (%v), count %d; want scale %d offset %d, %d buckets with 1 at 0 and %d",
+						c.maxSize, dp.Scale(), dp.Positive().Offset(), bc.Len(), bc.AsRaw(), dp.Count(), c.scale, c.offset, c.nBuckets, c.lastIndex)
+				}
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("max %d: no histogram point", c.maxSize)
+		}
+	}
+}
+
 func TestLogsWithNumericAttributeAndSeverity(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()

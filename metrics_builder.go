@@ -139,13 +139,15 @@ func (b *metricsBuilder) add(r *stream.Result) {
 			dp.SetMin(h.Min())
 			dp.SetMax(h.Max())
 		}
-		dp.SetScale(h.Scale())
+		scale := h.ScaleFor(a.histMax)
+		dp.SetScale(scale)
 		dp.SetZeroCount(h.ZeroCount())
-		b.counts = h.AppendPositiveCounts(b.counts[:0])
-		dp.Positive().SetOffset(h.PositiveOffset())
+		var off int32
+		off, b.counts = h.AppendPositiveCountsAt(b.counts[:0], scale)
+		dp.Positive().SetOffset(off)
 		dp.Positive().BucketCounts().FromRaw(b.counts)
-		b.counts = h.AppendNegativeCounts(b.counts[:0])
-		dp.Negative().SetOffset(h.NegativeOffset())
+		off, b.counts = h.AppendNegativeCountsAt(b.counts[:0], scale)
+		dp.Negative().SetOffset(off)
 		dp.Negative().BucketCounts().FromRaw(b.counts)
 		attrs(dp.Attributes())
 		b.points++
