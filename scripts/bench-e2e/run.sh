@@ -2,7 +2,8 @@
 # End-to-end CPU cost: the load generator sends the same spans over OTLP/gRPC to a benchmark build
 # holding both components, once with window_aggregator and once with span_metrics in the pipeline
 # (count, sum and an exponential histogram, grouped by service.name, span.name and
-# http.request.method), and reports the collector's CPU seconds per million spans and the ratio.
+# http.request.method), and reports the collector's CPU seconds per million spans and the ratio. A third
+# run with the receiver alone (baseline.yaml) gives what each component adds on top of it.
 # Usage: scripts/bench-e2e/run.sh [spans per run, default 1000000] [rate per second, default 50000]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -36,10 +37,14 @@ measure() {
 }
 
 : >"$root/_build/bench-e2e.txt"
+measure baseline.yaml
 measure window_aggregator.yaml
 measure span_metrics.yaml
 python3 - "$root/_build/bench-e2e.txt" <<'PY'
 import re, sys
 v = {l.split(':')[0]: float(re.search(r'= ([0-9.]+) CPU s per million', l).group(1)) for l in open(sys.argv[1])}
-print(f"span_metrics / window_aggregator CPU per span: {v['span_metrics.yaml'] / v['window_aggregator.yaml']:.2f}x")
+wa, sm, base = v['window_aggregator.yaml'], v['span_metrics.yaml'], v['baseline.yaml']
+print(f"span_metrics / window_aggregator CPU per span: {sm / wa:.2f}x")
+print(f"above the receiver alone: window_aggregator {wa - base:.3f}, span_metrics {sm - base:.3f} CPU s per million spans"
+      + (f" ({(sm - base) / (wa - base):.2f}x)" if wa > base else ""))
 PY
