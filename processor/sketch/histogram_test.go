@@ -600,3 +600,24 @@ func TestNearestRankHandComputed(t *testing.T) {
 		}
 	}
 }
+
+// Touch reads the counter Insert increments, and changes nothing.
+func TestTouchReadsTheCounterInsertIncrements(t *testing.T) {
+	h := New(DefaultScale, DefaultMaxBuckets)
+	for _, v := range []float64{3.5, -0.25, 1e6} {
+		for n := 1; n <= 5; n++ {
+			h.Insert(v)
+			if got := h.Touch(v); got != byte(n) {
+				t.Fatalf("Touch(%g) after %d inserts = %d", v, n, got)
+			}
+		}
+	}
+	before := h.Count()
+	_ = h.Touch(42)
+	if h.Touch(42) != 0 || h.Count() != before {
+		t.Fatal("Touch changed the histogram or read a counter that was never incremented")
+	}
+	if h.Touch(math.NaN()) != 0 || h.Touch(0) != 0 || h.Touch(math.Inf(1)) != 0 {
+		t.Fatal("Touch of a value Insert does not bucket")
+	}
+}

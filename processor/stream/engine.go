@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
 // Engine is the window engine: one watermark, the series of every aggregation, and their panes.
@@ -117,6 +118,11 @@ type Batch struct {
 	counts []int32 // per shard, then prefix sums
 	fresh  []int32 // staged indexes of records whose series did not exist
 	spill  []int32 // staged indexes bound for the overflow series
+
+	// prefetch's scratch, and what it read (kept so that the reads are not optimized away)
+	seenSeries []*series
+	seenHist   []*sketch.Histogram
+	seen       uint64
 }
 
 // staged is a record waiting for Apply.
@@ -261,6 +267,7 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
 func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 	sh.mu.Lock()
 	w := sh.observe(b.w)
+	b.prefetch(sh, idx)
 	for _, i := range idx {
 		r := &b.staged[i]
 		vd, missing, _ := sh.addRecord(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, false)
@@ -271,6 +278,51 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 		b.done(r, vd, late)
 	}
 	sh.mu.Unlock()
+}
+
+// prefetch reads, for all of a shard's records at once and one level at a time, the memory that
+// adding them will read: the table slot, the series and its key, its newest pane, that pane's sketch
+// and the sketch's counter for the value. Each level's reads are independent of one another, so the
+// processor overlaps their cache misses, where adding the records one by one would wait for every miss
+// of one record's chain in turn. It changes nothing: a guess that is wrong (a series further along its
+// probe run, a record for an older pane) only reads something else.
+func (b *Batch) prefetch(sh *shard, idx []int32) {
+	if len(idx) < 2 || len(sh.table.slots) == 0 {
+		return
+	}
+	var seen uint64
+	ses := b.seenSeries[:0]
+	for _, i := range idx {
+		ses = append(ses, sh.table.slots[sh.table.pos(b.staged[i].hash)].se)
+	}
+	for _, se := range ses {
+		if se != nil && len(se.key) > 0 {
+			seen += uint64(se.key[0]) + uint64(len(se.panes))
+		}
+	}
+	hs := b.seenHist[:0]
+	for _, se := range ses {
+		var h *sketch.Histogram
+		if se != nil && len(se.panes) > 0 {
+			p := &se.panes[len(se.panes)-1]
+			seen += p.total.count
+			h = p.hist
+		}
+		hs = append(hs, h)
+	}
+	for _, h := range hs {
+		if h != nil {
+			seen += uint64(h.Scale())
+		}
+	}
+	for k, h := range hs {
+		if h != nil {
+			seen += uint64(h.Touch(b.staged[idx[k]].v))
+		}
+	}
+	clear(ses)
+	clear(hs)
+	b.seenSeries, b.seenHist, b.seen = ses, hs, b.seen+seen
 }
 
 // applyFresh adds the records whose series did not exist, in the order they were staged, creating
