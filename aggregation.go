@@ -281,6 +281,11 @@ func (c *aggregation) buildKey(b *serieskey.Builder, r *recordView) (truncated b
 			b.Absent()
 			continue
 		}
+		// Most group-by values are strings: Str is one type check, Type a switch over every type.
+		if str := v.Str(); str != "" && len(str) <= maxKeyValueLen {
+			b.Str(src, str)
+			continue
+		}
 		switch v.Type() {
 		case pcommon.ValueTypeStr:
 			str := v.Str()
