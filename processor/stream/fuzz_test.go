@@ -199,10 +199,19 @@ func runFuzzOps(data []byte) (msg string) {
 	records := 0
 	for op := 0; op < 300 && !r.done() && len(problems) == 0; op++ {
 		switch c := r.next(); c % 8 {
-		case 0, 1, 2, 3: // a batch
+		case 0, 1, 2, 3: // a batch; with c%8 == 3 staged and applied at once, as the component does
+			staged := c%8 == 3
 			n := int(r.next()) % 17
 			b := e.Begin(now)
 			mb := m.begin(now)
+			type pending struct {
+				agg       int
+				key       string
+				t         int64
+				v         float64
+				got, want Verdict
+			}
+			var recs []pending
 			for range n {
 				kb, tb, jb, vb := r.next(), r.next(), r.next(), r.next()
 				agg := int(kb>>4) % len(cfg.Aggregations)
@@ -232,14 +241,25 @@ func runFuzzOps(data []byte) (msg string) {
 					t = w - mod(w, slide) + int64(int8(tb))%8*slide + int64(jb) - 248
 				}
 				v := fuzzValue(vb)
-				got := b.Add(agg, []byte(key), t, v)
-				want := mb.add(agg, key, t, v)
-				if got != want {
-					problems = append(problems, fmt.Sprintf("op %d: Add(%d, %q, %s, %g) = %v, want %v (W at Begin %s)",
-						op, agg, key, tf.t(t), v, got, want, tf.t(mb.watermarkOrInf())))
+				p := pending{agg: agg, key: key, t: t, v: v}
+				if staged {
+					p.got = b.Stage(agg, []byte(key), t, v, int32(len(recs)))
+				} else {
+					p.got = b.Add(agg, []byte(key), t, v)
 				}
-				if got < numVerdicts {
-					verdicts[got]++
+				p.want = mb.add(agg, key, t, v)
+				recs = append(recs, p)
+			}
+			if staged {
+				b.Apply(func(tag int32, vd Verdict) { recs[tag].got = vd })
+			}
+			for _, p := range recs {
+				if p.got != p.want {
+					problems = append(problems, fmt.Sprintf("op %d: Add(%d, %q, %s, %g) = %v, want %v (staged %v, W at Begin %s)",
+						op, p.agg, p.key, tf.t(p.t), p.v, p.got, p.want, staged, tf.t(mb.watermarkOrInf())))
+				}
+				if p.got < numVerdicts {
+					verdicts[p.got]++
 				}
 				records++
 			}
