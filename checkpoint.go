@@ -83,10 +83,13 @@ func (c *checkpointer) restore(ctx context.Context) {
 // fields and their order of AggregationConfig before that key existed, so that checkpoints taken then
 // still restore.
 func (c *checkpointer) fingerprint() string {
+	//
+	// Where is printed by value: fmt prints a pointer nested in a slice as its address, which made
+	// every configuration with a where clause refuse its own checkpoints after a restart.
 	type stateFields struct {
 		Name    string
 		Signal  string
-		Where   *WhereConfig
+		Where   any
 		GroupBy []string
 		Value   string
 		Unit    string
@@ -94,7 +97,11 @@ func (c *checkpointer) fingerprint() string {
 	}
 	aggs := make([]stateFields, len(c.s.cfg.Aggregations))
 	for i, a := range c.s.cfg.Aggregations {
-		aggs[i] = stateFields{a.Name, a.Signal, a.Where, a.GroupBy, a.Value, a.Unit, a.Outputs}
+		var where any = a.Where // <nil>, as before, when unset
+		if a.Where != nil {
+			where = *a.Where
+		}
+		aggs[i] = stateFields{a.Name, a.Signal, where, a.GroupBy, a.Value, a.Unit, a.Outputs}
 	}
 	return fmt.Sprintf("%+v", aggs)
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // memStorage is an in-memory storage extension.
@@ -60,7 +61,11 @@ var storageID = component.MustNewIDWithName("file_storage", "wa")
 // and returns what it emitted and its telemetry.
 func runWithStorage(t *testing.T, st *memStorage, sends ...[]spanSpec) ([]point, *componenttest.Telemetry) {
 	t.Helper()
-	cfg := latencyConfig()
+	return runConfigWithStorage(t, latencyConfig(), st, sends...)
+}
+
+func runConfigWithStorage(t *testing.T, cfg *Config, st *memStorage, sends ...[]spanSpec) ([]point, *componenttest.Telemetry) {
+	t.Helper()
 	cfg.Storage = &storageID
 	tel := componenttest.NewTelemetry()
 	set := connectortest.NewNopSettings(Type)
@@ -90,6 +95,25 @@ func TestCheckpointCarriesOpenWindowsAcrossRestart(t *testing.T) {
 	wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 3) // 10, 30 before the restart, 50 after
 	wantPoint(t, ps, "lat.max", attrsAX, 0, 10, 50)
 	wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restored"}, 1)
+}
+
+// A configuration with a where clause restores its own checkpoint: each start loads the config anew,
+// so the clause is a new allocation every time, and the fingerprint must not depend on its address.
+func TestCheckpointWithWhereClauseRestores(t *testing.T) {
+	useFakeClock(t)
+	st := &memStorage{data: map[string][]byte{}}
+	withWhere := func() *Config {
+		cfg := latencyConfig()
+		cfg.Aggregations[0].Where = &WhereConfig{SpanKind: []string{"server"}, Attributes: map[string]any{"tier": "web"}}
+		return cfg
+	}
+	web := map[string]any{"tier": "web"}
+	srv := ptrace.SpanKindServer
+	_, _ = runConfigWithStorage(t, withWhere(), st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10, kind: srv, attrs: web}})
+	ps, tel := runConfigWithStorage(t, withWhere(), st, []spanSpec{{service: "a", name: "/x", end: 2, ms: 30, kind: srv, attrs: web}},
+		[]spanSpec{{service: "a", name: "/x", end: 12, ms: 1, kind: srv, attrs: web}})
+	wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restored"}, 1)
+	wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 2) // one before the restart, one after
 }
 
 func TestCorruptOrUnreadableCheckpointStartsClean(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,12 @@ type AggregationConfig struct {
 const defaultHistogramMaxSize = 160
 
 // maxHistogramMaxSize is the sketch's own bucket limit per sign: a larger output cannot be finer.
-const maxHistogramMaxSize = 4096
+// minHistogramMaxSize is the OpenTelemetry SDK's least max_size: values on both sides of 1 stay in
+// two buckets at every scale.
+const (
+	maxHistogramMaxSize = 4096
+	minHistogramMaxSize = 2
+)
 
 // WhereConfig selects the records an aggregation counts.
 type WhereConfig struct {
@@ -249,8 +255,11 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad("unit", "applies to value: duration only")
 		}
 	}
-	if a.HistogramMaxSize < 0 || a.HistogramMaxSize > maxHistogramMaxSize {
-		bad("histogram_max_size", "must be between 1 and %d (0: %d), got %d", maxHistogramMaxSize, defaultHistogramMaxSize, a.HistogramMaxSize)
+	switch {
+	case a.HistogramMaxSize != 0 && (a.HistogramMaxSize < minHistogramMaxSize || a.HistogramMaxSize > maxHistogramMaxSize):
+		bad("histogram_max_size", "must be between %d and %d (0: %d), got %d", minHistogramMaxSize, maxHistogramMaxSize, defaultHistogramMaxSize, a.HistogramMaxSize)
+	case a.HistogramMaxSize != 0 && !slices.Contains(a.Outputs, outputHistogram):
+		bad("histogram_max_size", "applies to the histogram output only")
 	}
 	outs := map[string]bool{}
 	for _, o := range a.Outputs {

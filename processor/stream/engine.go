@@ -3,6 +3,7 @@ package stream
 import (
 	"hash/maphash"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -98,7 +99,10 @@ func (e *Engine) Watermark() int64 {
 //
 // Records go in one at a time with Add, or staged with Stage and added together by Apply, which
 // takes each shard's lock once for all of its records and lets the processor overlap their memory
-// accesses. Both judge a record the same way.
+// accesses. Both judge a record the same way (the same verdicts). Which new series get the
+// max_series slots can differ: a shard releases its expired series when a record first touches it
+// after the watermark moved, and Apply touches every shard of the batch before it creates any series,
+// Add one record at a time.
 type Batch struct {
 	e        *Engine
 	now, w   int64
@@ -124,6 +128,12 @@ type Batch struct {
 	seenHist   []*sketch.Histogram
 	seen       uint64
 }
+
+// A pooled Batch keeps its staging buffers up to these sizes (a few usual batches' worth).
+const (
+	maxPooledRecords  = 1 << 14
+	maxPooledKeyBytes = 1 << 20
+)
 
 // staged is a record waiting for Apply.
 type staged struct {
@@ -223,7 +233,8 @@ func (b *Batch) Stage(agg int, key []byte, t int64, v float64, tag int32) Verdic
 }
 
 // Apply adds every record staged since the last Apply, shard by shard, and calls late with the tag
-// and verdict of each that was not OnTime (LateUpdate or Expired).
+// and verdict of each that was not OnTime (LateUpdate or Expired). late runs under a shard's lock: it
+// must not call into the engine.
 func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
 	if len(b.staged) == 0 {
 		return
@@ -245,14 +256,22 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
 		b.order[next[s]] = int32(i)
 		next[s]++
 	}
-	// next[s] now ends shard s's run; shard s starts where shard s-1 ends.
-	lo := int32(0)
-	for s := 0; s < n; s++ {
-		hi := next[s]
+	// next[s] now ends shard s's run; shard s starts where shard s-1 ends. The walk starts at a
+	// random shard, so that batches applied at the same time do not queue behind one another
+	// shard after shard.
+	first := rand.IntN(n)
+	for k := 0; k < n; k++ {
+		s := first + k
+		if s >= n {
+			s -= n
+		}
+		lo, hi := int32(0), next[s]
+		if s > 0 {
+			lo = next[s-1]
+		}
 		if hi > lo {
 			b.applyShard(e.shards[s], b.order[lo:hi], late)
 		}
-		lo = hi
 	}
 	if len(b.fresh) > 0 {
 		b.applyFresh(late)
@@ -396,6 +415,10 @@ func (b *Batch) End() {
 	}
 	b.verdicts, b.overflow = [numVerdicts]uint64{}, 0
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
+	if cap(b.keys) > maxPooledKeyBytes || cap(b.staged) > maxPooledRecords {
+		// One huge request must not leave its buffers behind in the pool.
+		b.staged, b.keys, b.order, b.fresh, b.spill = nil, nil, nil, nil, nil
+	}
 	b.e = nil
 	e.batches.Put(b)
 }
