@@ -93,12 +93,20 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	}
 	ro := b.resource(r.Agg)
 	start, end := pcommon.Timestamp(r.Start), pcommon.Timestamp(r.End)
+	// The first data point's attributes are built from the key; the others copy them, which costs
+	// the same allocations and less work than putting each value again.
+	var first pcommon.Map
+	built := false
 	attrs := func(m pcommon.Map) {
-		if r.Overflow {
+		switch {
+		case built:
+			first.CopyTo(m)
+		case r.Overflow:
 			m.PutBool(overflowAttrKey, true)
-			return
+		default:
+			b.putAttributes(m, r.Agg)
 		}
-		b.putAttributes(m, r.Agg)
+		first, built = m, true
 	}
 	o := &a.outputs
 	if o.count {
