@@ -37,7 +37,8 @@ type Engine struct {
 	collectMu sync.Mutex
 	spare     resultBuffer
 
-	batches sync.Pool // of *Batch, with their staging buffers
+	batches     sync.Pool // of *Batch, with their staging buffers
+	prefetchMin int64     // prefetchMinSeries; tests lower it
 }
 
 // New returns an engine for cfg, which must be valid.
@@ -64,6 +65,7 @@ func New(cfg Config) (*Engine, error) {
 		e.clock = clock.System{}
 	}
 	e.batches.New = func() any { return new(Batch) }
+	e.prefetchMin = prefetchMinSeries
 	e.shards = make([]*shard, n)
 	for i := range e.shards {
 		e.shards[i] = newShard(e.g, e.aggs, e.active)
@@ -259,6 +261,7 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
 	// next[s] now ends shard s's run; shard s starts where shard s-1 ends. The walk starts at a
 	// random shard, so that batches applied at the same time do not queue behind one another
 	// shard after shard.
+	prefetch := e.heldSeries() >= e.prefetchMin
 	first := rand.IntN(n)
 	for k := 0; k < n; k++ {
 		s := first + k
@@ -270,7 +273,7 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
 			lo = next[s-1]
 		}
 		if hi > lo {
-			b.applyShard(e.shards[s], b.order[lo:hi], late)
+			b.applyShard(e.shards[s], b.order[lo:hi], prefetch, late)
 		}
 	}
 	if len(b.fresh) > 0 {
@@ -283,10 +286,12 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
 }
 
 // applyShard adds the records of one shard whose series exist, and sets aside the others.
-func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
+func (b *Batch) applyShard(sh *shard, idx []int32, prefetch bool, late func(int32, Verdict)) {
 	sh.mu.Lock()
 	w := sh.observe(b.w)
-	b.prefetch(sh, idx)
+	if prefetch {
+		b.prefetch(sh, idx)
+	}
 	for _, i := range idx {
 		r := &b.staged[i]
 		vd, missing, _ := sh.addRecord(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, false)
@@ -297,6 +302,20 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 		b.done(r, vd, late)
 	}
 	sh.mu.Unlock()
+}
+
+// prefetchMinSeries is the number of series held from which Apply prefetches. Below it the state fits
+// in a core's cache and the extra passes cost more than they save (about 4% of the component's time
+// with 800 series); with 100k series, where every record misses, prefetching saves 10-15%.
+const prefetchMinSeries = 8192
+
+// heldSeries is the number of regular series held, all aggregations together.
+func (e *Engine) heldSeries() int64 {
+	var n int64
+	for i := range e.active {
+		n += e.active[i].Load()
+	}
+	return n
 }
 
 // prefetch reads, for all of a shard's records at once and one level at a time, the memory that
