@@ -18,6 +18,33 @@ type buckets struct {
 	lo   int32
 	n    int32
 	wlog uint8
+	// [hlo, hhi] holds the index of every non-zero counter (none when hhi < hlo). It may be wider
+	// than the counters in use: usedRange scans inward from it instead of from the window's ends,
+	// which matters for a window much wider than its data (a running sliding-window sketch keeps
+	// its width while panes are merged in and subtracted out).
+	hlo, hhi int32
+}
+
+// note widens the bound to index i, before or after a counter there becomes non-zero.
+func (b *buckets) note(i int) {
+	switch {
+	case b.hhi < b.hlo:
+		b.hlo, b.hhi = int32(i), int32(i)
+	case int32(i) < b.hlo:
+		b.hlo = int32(i)
+	case int32(i) > b.hhi:
+		b.hhi = int32(i)
+	}
+}
+
+// tighten shrinks the bound to the counters in use, after counters decreased.
+func (b *buckets) tighten() {
+	f, l, ok := b.usedRange()
+	if !ok {
+		b.hlo, b.hhi = 1, 0
+		return
+	}
+	b.hlo, b.hhi = int32(f)+b.lo, int32(l)+b.lo
 }
 
 // maxCount is the largest counter value for each width.
@@ -96,11 +123,18 @@ func (b *buckets) widen() {
 	b.wlog = ow + 1
 }
 
-// usedRange returns the slots of the first and last non-zero counters. It scans eight bytes at a
-// time: a window is often much wider than the counters in use (it keeps its width across Reset and
-// Subtract), and this runs on every merge, subtraction and quantile.
+// usedRange returns the slots of the first and last non-zero counters. It scans inward from the
+// bound [hlo, hhi], eight bytes at a time.
 func (b *buckets) usedRange() (first, last int, ok bool) {
-	d := b.data
+	if b.hhi < b.hlo {
+		return 0, 0, false
+	}
+	w := b.wlog
+	fs, ls := max(int(b.hlo)-int(b.lo), 0), min(int(b.hhi)-int(b.lo), int(b.n)-1)
+	if fs > ls {
+		return 0, 0, false
+	}
+	d := b.data[fs<<w : (ls+1)<<w]
 	n := len(d)
 	i := 0
 	for i+8 <= n && binary.LittleEndian.Uint64(d[i:]) == 0 {
@@ -120,7 +154,7 @@ func (b *buckets) usedRange() (first, last int, ok bool) {
 	for d[j] == 0 {
 		j--
 	}
-	return i >> b.wlog, j >> b.wlog, true
+	return fs + i>>w, fs + j>>w, true
 }
 
 // indexRange returns the first and last occupied bucket indices.
@@ -177,6 +211,9 @@ func (b *buckets) downscale(k uint) {
 	}
 	first, last, ok := b.usedRange()
 	lo := int(b.lo)
+	if b.hlo <= b.hhi {
+		b.hlo, b.hhi = b.hlo>>k, b.hhi>>k // i becomes i>>k, in order
+	}
 	if !ok {
 		b.lo = int32(lo >> k)
 		return
@@ -233,6 +270,7 @@ func (b *buckets) reinit(wlog uint8, ulo, span, maxSlots int) {
 	b.data = full[:n<<wlog]
 	b.n = int32(n)
 	b.wlog = wlog
+	b.hlo, b.hhi = 1, 0 // empty
 	if span > 0 {
 		b.lo = int32(ulo - (n-span)/2)
 	}

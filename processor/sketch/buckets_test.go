@@ -1,37 +1,106 @@
 package sketch
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
 
-// usedRange against a byte-by-byte scan, on windows of every length up to 70 bytes with the non-zero
-// bytes anywhere, at every counter width.
+// byteScan is usedRange the slow way: every byte of the window.
+func byteScan(b *buckets) (first, last int, ok bool) {
+	for i, c := range b.data {
+		if c != 0 {
+			if !ok {
+				first = i >> b.wlog
+			}
+			last, ok = i>>b.wlog, true
+		}
+	}
+	return first, last, ok
+}
+
+// usedRange against a byte-by-byte scan, on windows of every length up to 70 slots with the non-zero
+// bytes anywhere, at every counter width, with the bound at its widest.
 func TestUsedRangeMatchesByteScan(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	for n := 0; n <= 70; n++ {
 		for trial := range 200 {
-			d := make([]byte, n)
-			for range rng.IntN(3) {
-				if n > 0 {
-					d[rng.IntN(n)] = byte(1 + rng.IntN(255))
-				}
-			}
 			wlog := uint8(rng.IntN(4))
-			b := buckets{data: d, wlog: wlog}
-			first, last, ok := b.usedRange()
-			wf, wl, wok := -1, -1, false
-			for i, c := range d {
-				if c != 0 {
-					if !wok {
-						wf = i
-					}
-					wl, wok = i, true
+			d := make([]byte, n<<wlog)
+			for range rng.IntN(3) {
+				if len(d) > 0 {
+					d[rng.IntN(len(d))] = byte(1 + rng.IntN(255))
 				}
 			}
-			if ok != wok || (ok && (first != wf>>wlog || last != wl>>wlog)) {
-				t.Fatalf("n=%d trial %d wlog=%d %v: usedRange = %d, %d, %v; want %d, %d, %v",
-					n, trial, wlog, d, first, last, ok, wf>>wlog, wl>>wlog, wok)
+			lo := int32(rng.IntN(100) - 50)
+			b := buckets{data: d, wlog: wlog, n: int32(n), lo: lo, hlo: lo, hhi: lo + int32(n) - 1}
+			first, last, ok := b.usedRange()
+			wf, wl, wok := byteScan(&b)
+			if ok != wok || (ok && (first != wf || last != wl)) {
+				t.Fatalf("n=%d trial %d wlog=%d %v: usedRange = %d, %d, %v; want %d, %d, %v", n, trial, wlog, d, first, last, ok, wf, wl, wok)
+			}
+		}
+	}
+}
+
+// The bound usedRange starts from must hold every non-zero counter whatever was done to the
+// histogram: random inserts (growing, moving and downscaling windows, widening counters), merges at
+// other scales, subtractions, copies, encoding round trips and resets, checked after every step
+// against a scan of the whole window.
+func TestUsedRangeBoundHoldsThroughEveryOperation(t *testing.T) {
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		value := func() float64 {
+			v := math.Exp(rng.NormFloat64() * (1 + 4*rng.Float64()))
+			if rng.IntN(4) == 0 {
+				v = -v
+			}
+			return v
+		}
+		maxBuckets := []int{8, 64, DefaultMaxBuckets}[rng.IntN(3)]
+		h := New(DefaultScale, maxBuckets)
+		var parts []*Histogram // what h holds, so that Subtract has something valid to remove
+		for step := range 200 {
+			switch op := rng.IntN(10); {
+			case op < 5:
+				p := New(DefaultScale, maxBuckets)
+				for range 1 + rng.IntN(300) {
+					p.Insert(value())
+				}
+				if rng.IntN(3) == 0 {
+					p.Merge(New(int32(rng.IntN(6)), maxBuckets)) // no-op merge of an empty one
+				}
+				h.Merge(p)
+				parts = append(parts, p)
+			case op < 7 && len(parts) > 0:
+				i := rng.IntN(len(parts))
+				if h.Subtract(parts[i]) {
+					parts = append(parts[:i], parts[i+1:]...)
+				}
+			case op == 7:
+				c := New(DefaultScale, maxBuckets)
+				c.CopyFrom(h)
+				h = c
+			case op == 8:
+				var d Histogram
+				if _, err := d.UnmarshalBinary(h.AppendBinary(nil)); err != nil {
+					t.Fatal(err)
+				}
+				h = &d
+			default:
+				for range rng.IntN(50) {
+					v := value()
+					h.Insert(v)
+				}
+				parts = nil // inserted values are in no part: stop subtracting
+			}
+			for _, b := range []*buckets{&h.pos, &h.neg} {
+				f, l, ok := b.usedRange()
+				wf, wl, wok := byteScan(b)
+				if ok != wok || (ok && (f != wf || l != wl)) {
+					t.Fatalf("seed %d step %d: usedRange = %d, %d, %v; the window holds %d, %d, %v (bound [%d, %d], lo %d, n %d)",
+						seed, step, f, l, ok, wf, wl, wok, b.hlo, b.hhi, b.lo, b.n)
+				}
 			}
 		}
 	}

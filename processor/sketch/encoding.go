@@ -228,6 +228,10 @@ func (h *Histogram) UnmarshalBinary(b []byte) (int, error) {
 
 func fillSide(dst *buckets, b []byte, sd side, maxSlots int) {
 	dst.reinit(sd.wlog, sd.offset, sd.n, maxSlots)
+	if sd.n > 0 {
+		dst.note(sd.offset)
+		dst.note(sd.offset + sd.n - 1)
+	}
 	base := sd.offset - int(dst.lo)
 	p := b[sd.start:sd.end]
 	for i := 0; i < sd.n; i++ {

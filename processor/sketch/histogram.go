@@ -163,6 +163,9 @@ func (h *Histogram) Insert(v float64) bool {
 	}
 	s := uint(idx - int(b.lo))
 	if s < uint(b.n) {
+		if int32(idx) < b.hlo || int32(idx) > b.hhi {
+			b.note(idx)
+		}
 		d := b.data
 		switch b.wlog {
 		case 0:
@@ -198,6 +201,7 @@ func (h *Histogram) insertSlow(b *buckets, idx int) {
 	for {
 		s := idx - int(b.lo)
 		if s >= 0 && s < int(b.n) {
+			b.note(idx)
 			b.add(s, 1)
 			return
 		}
@@ -310,6 +314,8 @@ func mergeSide(h, o *buckets, d uint, maxSlots int) {
 		nlo, nhi = min(ulo, lo), max(uhi, hi)
 	}
 	h.ensure(nlo, nhi, ulo, uhi, used, maxSlots)
+	h.note(lo)
+	h.note(hi)
 	hlo := int(h.lo)
 	if d == 0 && h.wlog == 0 && o.wlog == 0 {
 		// Common case: byte counters at the same scale.
@@ -379,6 +385,8 @@ func copyBuckets(h, o *buckets, maxSlots int) {
 	h.reinit(o.wlog, f+int(o.lo), span, maxSlots)
 	w := o.wlog
 	copy(h.data[(f+int(o.lo)-int(h.lo))<<w:], o.data[f<<w:(l+1)<<w])
+	h.note(f + int(o.lo))
+	h.note(l + int(o.lo))
 }
 
 // Count returns the number of recorded values.

@@ -33,7 +33,10 @@ func (h *Histogram) Subtract(o *Histogram) bool {
 	h.sum -= o.sum
 	if h.count == 0 {
 		h.Reset()
+		return true
 	}
+	h.pos.tighten()
+	h.neg.tighten()
 	return true
 }
 
