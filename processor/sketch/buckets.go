@@ -256,14 +256,20 @@ func (b *buckets) downscale(k uint) {
 }
 
 // reinit empties b for holding an occupied span of span slots starting at
-// index ulo with counters 1<<wlog bytes wide, reusing capacity. The window it
-// leaves is small (the span, or minSlots), not the whole capacity, so that
-// scans of the window (usedRange) stay proportional to the data; inserts grow
-// it again within the capacity without allocating.
+// index ulo with counters 1<<wlog bytes wide, reusing capacity. A plain reset
+// (span 0) keeps the window's place and width; otherwise the window is the span
+// (or minSlots), centred on it, and inserts grow it within the capacity without
+// allocating.
 func (b *buckets) reinit(wlog uint8, ulo, span, maxSlots int) {
 	clear(b.data) // the bytes past len(b.data) are zero already (invariant)
 	full := b.data[:cap(b.data)]
 	n := max(span, min(minSlots, maxSlots))
+	if span == 0 {
+		// A reset keeps the window where it was and as wide as it was (at the new width): the next
+		// values most likely fall where the last ones did, and a wide window costs no scans (usedRange
+		// starts from the bound).
+		n = max(n, min(int(b.n), cap(full)>>wlog, maxSlots))
+	}
 	if n<<wlog > cap(full) {
 		full = make([]byte, n<<wlog)
 	}

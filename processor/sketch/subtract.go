@@ -54,6 +54,22 @@ func subtractSide(h, o *buckets, d uint) bool {
 		return true
 	}
 	olo, hlo, hn := int(o.lo), int(h.lo), int(h.n)
+	if d == 0 && h.wlog == 0 && o.wlog == 0 && of+olo-hlo >= 0 && ol+olo-hlo < hn {
+		// Common case: byte counters at the same scale, o's range inside h's window. Check every
+		// counter first, so that a shortfall leaves h untouched.
+		src := o.data[of : ol+1]
+		dst := h.data[of+olo-hlo:]
+		dst = dst[:len(src)]
+		for i, c := range src {
+			if dst[i] < c {
+				return false
+			}
+		}
+		for i, c := range src {
+			dst[i] -= c
+		}
+		return true
+	}
 	for s := of; s <= ol; s++ {
 		c := o.get(s)
 		if c == 0 {
