@@ -63,12 +63,14 @@ func TestUsedRangeBoundHoldsThroughEveryOperation(t *testing.T) {
 		for step := range 200 {
 			switch op := rng.IntN(10); {
 			case op < 5:
-				p := New(DefaultScale, maxBuckets)
+				// Parts at a coarser scale now and then: merging one downscales h, or maps its
+				// indices down (i>>d) into h.
+				p := New([]int32{DefaultScale, DefaultScale, DefaultScale - 1, DefaultScale - 3}[rng.IntN(4)], maxBuckets)
 				for range 1 + rng.IntN(300) {
 					p.Insert(value())
 				}
 				if rng.IntN(3) == 0 {
-					p.Merge(New(int32(rng.IntN(6)), maxBuckets)) // no-op merge of an empty one
+					p.Merge(New(int32(rng.IntN(6)), maxBuckets)) // an empty one at another scale
 				}
 				h.Merge(p)
 				parts = append(parts, p)
