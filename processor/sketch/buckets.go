@@ -261,7 +261,14 @@ func (b *buckets) downscale(k uint) {
 // (or minSlots), centred on it, and inserts grow it within the capacity without
 // allocating.
 func (b *buckets) reinit(wlog uint8, ulo, span, maxSlots int) {
-	clear(b.data) // the bytes past len(b.data) are zero already (invariant)
+	// Every non-zero counter lies in the bound, and the bytes past len(b.data) are zero already
+	// (invariant): clearing the bound clears everything, and keeps a reset cheap in a wide window.
+	if b.hlo <= b.hhi {
+		fs, ls := max(int(b.hlo)-int(b.lo), 0), min(int(b.hhi)-int(b.lo), int(b.n)-1)
+		if fs <= ls {
+			clear(b.data[fs<<b.wlog : (ls+1)<<b.wlog])
+		}
+	}
 	full := b.data[:cap(b.data)]
 	n := max(span, min(minSlots, maxSlots))
 	if span == 0 {

@@ -46,7 +46,8 @@ func TestUsedRangeMatchesByteScan(t *testing.T) {
 // The bound usedRange starts from must hold every non-zero counter whatever was done to the
 // histogram: random inserts (growing, moving and downscaling windows, widening counters), merges at
 // other scales, subtractions, copies, encoding round trips and resets, checked after every step
-// against a scan of the whole window.
+// against a scan of the whole window; and the bytes past the window stay zero (a reset clears only
+// the bound).
 func TestUsedRangeBoundHoldsThroughEveryOperation(t *testing.T) {
 	for seed := range uint64(60) {
 		rng := rand.New(rand.NewPCG(seed, 11))
@@ -61,6 +62,10 @@ func TestUsedRangeBoundHoldsThroughEveryOperation(t *testing.T) {
 		h := New(DefaultScale, maxBuckets)
 		var parts []*Histogram // what h holds, so that Subtract has something valid to remove
 		for step := range 200 {
+			if rng.IntN(25) == 0 {
+				h.Reset()
+				parts = nil
+			}
 			switch op := rng.IntN(10); {
 			case op < 5:
 				// Parts at a coarser scale now and then: merging one downscales h, or maps its
@@ -97,6 +102,11 @@ func TestUsedRangeBoundHoldsThroughEveryOperation(t *testing.T) {
 				parts = nil // inserted values are in no part: stop subtracting
 			}
 			for _, b := range []*buckets{&h.pos, &h.neg} {
+				for i, c := range b.data[len(b.data):cap(b.data)] {
+					if c != 0 {
+						t.Fatalf("seed %d step %d: byte %d past the window is %d", seed, step, len(b.data)+i, c)
+					}
+				}
 				f, l, ok := b.usedRange()
 				wf, wl, wok := byteScan(b)
 				if ok != wok || (ok && (f != wf || l != wl)) {
