@@ -40,7 +40,7 @@ func TestAppendCountsAtMatchesBruteForce(t *testing.T) {
 					if v == 0 || (v > 0) != positive {
 						continue
 					}
-					want[bucketAt(math.Abs(v), s)]++
+					want[refIndex(v, s)]++
 				}
 				total := uint64(0)
 				for i, c := range got {
@@ -77,19 +77,4 @@ func fits(h *Histogram, s int32, maxBuckets int) bool {
 	_, p := h.AppendPositiveCountsAt(nil, s)
 	_, n := h.AppendNegativeCountsAt(nil, s)
 	return len(p) <= maxBuckets && len(n) <= maxBuckets
-}
-
-// bucketAt is the index of the bucket (base^i, base^(i+1)] holding v > 0 at scale s, with exact
-// powers of two placed by their exponent (math.Log2 is not exact enough at bucket boundaries).
-func bucketAt(v float64, s int32) int {
-	frac, exp := math.Frexp(v) // v = frac * 2^exp, frac in [0.5, 1)
-	if frac == 0.5 {
-		// v = 2^(exp-1): the upper bound of bucket (exp-1)*2^s - 1 at scale >= 0.
-		e := exp - 1
-		if s >= 0 {
-			return e<<s - 1
-		}
-		return (e - 1) >> -s
-	}
-	return int(math.Ceil(math.Log2(v)*math.Exp2(float64(s)))) - 1
 }

@@ -90,9 +90,7 @@ func (h *Histogram) index(a uint64) int {
 		if a < 1<<52 {
 			e, m = normalize(a)
 		}
-		c := &t.cells[m>>t.shift]
-		i := e<<t.scale + int(c.base) + int((c.thr-m)>>63) - int((m-1)>>63)
-		return i >> h.shift
+		return t.at(e, m) >> h.shift
 	}
 	return h.indexSlow(a)
 }
@@ -109,17 +107,20 @@ func (h *Histogram) indexSlow(a uint64) int {
 // (as a byte of it). It lets a caller that is about to insert into many histograms load their
 // counters first, all at once, so that the cache misses overlap instead of coming one per insert.
 func (h *Histogram) Touch(v float64) byte {
-	a := math.Float64bits(v) &^ signMask
-	t := h.tbl
-	if t == nil || a < 1<<52 || a&expMask == expMask {
+	bits := math.Float64bits(v)
+	a := bits &^ signMask
+	if a == 0 || bits&expMask == expMask {
 		return 0
 	}
-	m := a & mantMask
-	c := &t.cells[m>>t.shift]
-	idx := ((int(a>>52)-expBias)<<t.scale + int(c.base) + int((c.thr-m)>>63) - int((m-1)>>63)) >> h.shift
 	b := &h.pos
-	if math.Float64bits(v) != a {
+	if a != bits {
 		b = &h.neg
+	}
+	var idx int
+	if t := h.tbl; t != nil && a >= 1<<52 { // as in Insert
+		idx = t.at(int(a>>52)-expBias, a&mantMask) >> h.shift
+	} else {
+		idx = h.index(a)
 	}
 	if s := uint(idx-int(b.lo)) << b.wlog; s < uint(len(b.data)) {
 		return b.data[s]
@@ -149,11 +150,8 @@ func (h *Histogram) Insert(v float64) bool {
 		return true
 	}
 	var idx int
-	if t := h.tbl; t != nil && a >= 1<<52 {
-		// h.index, inlined by hand for normal values at table scales.
-		m := a & mantMask
-		c := &t.cells[m>>t.shift]
-		idx = ((int(a>>52)-expBias)<<t.scale + int(c.base) + int((c.thr-m)>>63) - int((m-1)>>63)) >> h.shift
+	if t := h.tbl; t != nil && a >= 1<<52 { // the common case, with the table lookup inlined
+		idx = t.at(int(a>>52)-expBias, a&mantMask) >> h.shift
 	} else {
 		idx = h.index(a)
 	}

@@ -130,25 +130,12 @@ func normalize(a uint64) (e int, m uint64) {
 	return be - expBias, m
 }
 
-// indexAt returns the OpenTelemetry bucket index of |v| at the given scale,
-// for finite non-zero v: the i with base^i < |v| <= base^(i+1),
-// base = 2^(2^-scale). It is exact for scales <= maxTableScale (and at
-// powers of two for every scale); above that it relies on math.Log.
-func indexAt(v float64, scale int32) int {
-	return indexBits(math.Float64bits(v)&^signMask, scale)
-}
-
-func indexBits(a uint64, scale int32) int {
-	e, m := normalize(a)
-	if scale <= 0 {
-		pow := int((m - 1) >> 63) // 1 iff m == 0 (exact power of two)
-		return (e - pow) >> uint(-scale)
-	}
-	if t := tableFor(scale); t != nil {
-		c := &t.cells[m>>t.shift]
-		return e<<t.scale + int(c.base) + int((c.thr-m)>>63) - int((m-1)>>63)
-	}
-	return logIndex(a, e, m, scale)
+// at returns the bucket index, at the table's scale, of the normal value with unbiased exponent e
+// and 52-bit mantissa m: the octave's first bucket plus the boundaries below m. Small enough to be
+// inlined into the insert path.
+func (t *indexTable) at(e int, m uint64) int {
+	c := &t.cells[m>>t.shift]
+	return e<<t.scale + int(c.base) + int((c.thr-m)>>63) - int((m-1)>>63)
 }
 
 // logIndex is the OpenTelemetry reference mapping for fine scales: exact at

@@ -223,3 +223,9 @@ func TestTableBoundaries(t *testing.T) {
 		}
 	}
 }
+
+// indexAt is the production index (Histogram.index, which Insert uses) of |v| for a histogram created
+// at the given scale.
+func indexAt(v float64, scale int32) int {
+	return New(scale, MaxMaxBuckets).index(math.Float64bits(v) &^ signMask)
+}
