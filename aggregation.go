@@ -27,14 +27,22 @@ var fieldKeys = map[string]int{
 	"span.name": fieldSpanName, "span.kind": fieldSpanKind, "status.code": fieldStatusCode, "severity.text": fieldSeverityText,
 }
 
-var spanKindNames = map[ptrace.SpanKind]string{
+var spanKindNames = [...]string{
 	ptrace.SpanKindUnspecified: "SPAN_KIND_UNSPECIFIED", ptrace.SpanKindInternal: "SPAN_KIND_INTERNAL",
 	ptrace.SpanKindServer: "SPAN_KIND_SERVER", ptrace.SpanKindClient: "SPAN_KIND_CLIENT",
 	ptrace.SpanKindProducer: "SPAN_KIND_PRODUCER", ptrace.SpanKindConsumer: "SPAN_KIND_CONSUMER",
 }
 
-var statusCodeNames = map[ptrace.StatusCode]string{
+var statusCodeNames = [...]string{
 	ptrace.StatusCodeUnset: "STATUS_CODE_UNSET", ptrace.StatusCodeOk: "STATUS_CODE_OK", ptrace.StatusCodeError: "STATUS_CODE_ERROR",
+}
+
+// enumName returns names[i], or "" for a value outside the enum (OTLP carries any int32).
+func enumName[T ~int32](names []string, i T) string {
+	if uint32(i) < uint32(len(names)) {
+		return names[i]
+	}
+	return ""
 }
 
 var spanKindByConfig = map[string]ptrace.SpanKind{
@@ -75,9 +83,9 @@ func (r *recordView) field(f int) string {
 	case fieldSpanName:
 		return r.spanName
 	case fieldSpanKind:
-		return spanKindNames[r.spanKind]
+		return enumName(spanKindNames[:], r.spanKind)
 	case fieldStatusCode:
-		return statusCodeNames[r.status]
+		return enumName(statusCodeNames[:], r.status)
 	case fieldSeverityText:
 		return r.severityText
 	}
@@ -170,6 +178,7 @@ type aggregation struct {
 	index     int // in the engine
 	name      string
 	signal    string
+	input     int   // inputSpans or inputLogs: which metrics outputs take its results
 	spanKinds uint8 // bit per ptrace.SpanKind; 0: any
 	where     []condition
 	groupBy   []keyRef
@@ -185,7 +194,10 @@ type aggregation struct {
 }
 
 func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
-	c := &aggregation{index: index, name: a.Name, signal: a.Signal, histMax: a.HistogramMaxSize}
+	c := &aggregation{index: index, name: a.Name, signal: a.Signal, input: inputSpans, histMax: a.HistogramMaxSize}
+	if a.Signal == signalLogs {
+		c.input = inputLogs
+	}
 	if c.histMax == 0 {
 		c.histMax = defaultHistogramMaxSize
 	}
@@ -248,13 +260,11 @@ func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
 }
 
 // matches applies the where clause.
-func (c *aggregation) matches(r *recordView, isSpan bool) bool {
-	if c.spanKinds != 0 {
-		// A kind outside the enum (OTLP carries any int32) matches no configured kind.
-		k := uint32(r.spanKind)
-		if !isSpan || k > 7 || c.spanKinds&(1<<k) == 0 {
-			return false
-		}
+func (c *aggregation) matches(r *recordView) bool {
+	// spanKinds is set on span aggregations only (config refuses it on logs). A kind outside the enum
+	// (OTLP carries any int32) shifts the bit out of the uint8: it matches no configured kind.
+	if c.spanKinds != 0 && c.spanKinds&(1<<uint32(r.spanKind)) == 0 {
+		return false
 	}
 	for i := range c.where {
 		if !c.where[i].holds(r) {
@@ -326,18 +336,25 @@ func cutUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// Reasons a record has no value; each is a counter attribute.
+// Reasons a record has no value, by index; each name is a counter attribute.
+type valueReason uint8
+
 const (
-	valueOK             = ""
-	valueMissing        = "missing"
-	valueNotNumeric     = "not_numeric"
-	valueNotFinite      = "not_finite"
-	valueEndBeforeStart = "end_before_start"
+	valueOK valueReason = iota
+	valueMissing
+	valueNotNumeric
+	valueNotFinite
+	valueEndBeforeStart
+	numValueReasons
 )
+
+var valueReasonNames = [numValueReasons]string{
+	valueMissing: "missing", valueNotNumeric: "not_numeric", valueNotFinite: "not_finite", valueEndBeforeStart: "end_before_start",
+}
 
 // value returns the record's value, or NaN and the reason there is none. start and end are the span's
 // timestamps (0 for logs).
-func (c *aggregation) value(r *recordView, start, end uint64) (float64, string) {
+func (c *aggregation) value(r *recordView, start, end uint64) (float64, valueReason) {
 	if !c.hasValue {
 		return math.NaN(), valueOK
 	}
@@ -369,7 +386,7 @@ func (c *aggregation) value(r *recordView, start, end uint64) (float64, string) 
 }
 
 // parseValue reads a number written in a string.
-func parseValue(str string) (float64, string) {
+func parseValue(str string) (float64, valueReason) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(str), 64)
 	if err != nil {
 		return math.NaN(), valueNotNumeric
@@ -377,7 +394,7 @@ func parseValue(str string) (float64, string) {
 	return finite(f)
 }
 
-func finite(f float64) (float64, string) {
+func finite(f float64) (float64, valueReason) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return math.NaN(), valueNotFinite
 	}

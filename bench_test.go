@@ -109,7 +109,7 @@ func BenchmarkMetricsBuilder(b *testing.B) {
 					}
 				}
 			}
-			mb := newMetricsBuilder([]*aggregation{agg}, cfgs, "bench")
+			mb := newMetricsBuilder([]*aggregation{agg}, "bench")
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -255,12 +254,6 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad("unit", "applies to value: duration only")
 		}
 	}
-	switch {
-	case a.HistogramMaxSize != 0 && (a.HistogramMaxSize < minHistogramMaxSize || a.HistogramMaxSize > maxHistogramMaxSize):
-		bad("histogram_max_size", "must be between %d and %d (0: %d), got %d", minHistogramMaxSize, maxHistogramMaxSize, defaultHistogramMaxSize, a.HistogramMaxSize)
-	case a.HistogramMaxSize != 0 && !slices.Contains(a.Outputs, outputHistogram):
-		bad("histogram_max_size", "applies to the histogram output only")
-	}
 	outs := map[string]bool{}
 	for _, o := range a.Outputs {
 		if outs[o] {
@@ -282,6 +275,13 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 		if isValue && !hasValue {
 			bad("outputs", "%q needs a value; set value: attribute:<key>", o)
 		}
+	}
+	switch {
+	case a.HistogramMaxSize == 0:
+	case a.HistogramMaxSize < minHistogramMaxSize || a.HistogramMaxSize > maxHistogramMaxSize:
+		bad("histogram_max_size", "must be between %d and %d (0: %d), got %d", minHistogramMaxSize, maxHistogramMaxSize, defaultHistogramMaxSize, a.HistogramMaxSize)
+	case !outs[outputHistogram]:
+		bad("histogram_max_size", "applies to the histogram output only")
 	}
 	return errs
 }

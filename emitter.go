@@ -71,14 +71,7 @@ func (em *emitter) fireAll(ctx context.Context) {
 }
 
 func (em *emitter) add(r *stream.Result) {
-	em.builders[signalIndex(em.s.aggs[r.Agg].signal)].add(r)
-}
-
-func signalIndex(signal string) int {
-	if signal == signalLogs {
-		return inputLogs
-	}
-	return inputSpans
+	em.builders[em.s.aggs[r.Agg].input].add(r)
 }
 
 // sendLocked retries the queue, then sends what the builders hold.

@@ -45,28 +45,19 @@ func (sc *scratch) release() {
 type tally struct {
 	aggregated, lateUpdated, unmatched int64
 	truncated                          int64
-	late                               [3]int64 // expired, future, invalid
-	values                             map[string]int64
+	late                               [numLate]int64 // by lateExpired, lateFuture, lateInvalid
+	values                             [numValueReasons]int64
 }
 
-func lateIndex(reason string) int {
-	switch reason {
-	case reasonFuture:
-		return 1
-	case reasonInvalid:
-		return 2
-	}
-	return 0
-}
+// Late reasons by index, for the tally and the record states.
+const (
+	lateExpired = iota
+	lateFuture
+	lateInvalid
+	numLate
+)
 
-var lateReasons = [3]string{reasonExpired, reasonFuture, reasonInvalid}
-
-func (t *tally) missingValue(reason string) {
-	if t.values == nil {
-		t.values = map[string]int64{}
-	}
-	t.values[reason]++
-}
+var lateReasons = [numLate]string{lateExpired: reasonExpired, lateFuture: reasonFuture, lateInvalid: reasonInvalid}
 
 // report adds the tally to the counters; action is what happened to late records.
 func (s *shared) report(ctx context.Context, t *tally, action string) {
@@ -89,8 +80,10 @@ func (s *shared) report(ctx context.Context, t *tally, action string) {
 	if t.truncated > 0 {
 		tel.truncatedKeys.Add(ctx, t.truncated)
 	}
-	for reason, n := range t.values {
-		tel.valuesMissing.Add(ctx, n, reasonAttr(reason))
+	for reason := valueOK + 1; reason < numValueReasons; reason++ {
+		if n := t.values[reason]; n > 0 {
+			tel.valuesMissing.Add(ctx, n, reasonAttr(valueReasonNames[reason]))
+		}
 	}
 }
 
@@ -106,29 +99,27 @@ func reasonState(i int) uint8 { return uint8(i+1) << stReasonShift }
 // stage runs the view's record through the aggregations that select it: each gets the record staged
 // in the batch, unless the record's time is invalid or in the future. The record's state is settled by
 // apply.
-func (run *ingestRun) stage(aggs []*aggregation, isSpan bool, t int64, start, end uint64) {
+func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 	tag := int32(len(run.sc.state))
 	r, kb, b := &run.sc.view, &run.sc.key, run.b
 	st := uint8(0)
 	for _, a := range aggs {
-		if !a.matches(r, isSpan) {
+		if !a.matches(r) {
 			continue
 		}
 		if st == 0 {
 			st = stMatched
 			if check := b.Check(t); check != stream.OnTime {
 				if check == stream.Future {
-					st |= reasonState(lateIndex(reasonFuture))
+					st |= reasonState(lateFuture)
 				} else {
-					st |= reasonState(lateIndex(reasonInvalid))
+					st |= reasonState(lateInvalid)
 				}
 				break
 			}
 		}
 		v, why := a.value(r, start, end)
-		if why != valueOK {
-			run.tl.missingValue(why)
-		}
+		run.tl.values[why]++ // values[valueOK] is counted and never reported
 		if a.buildKey(kb, r) {
 			run.tl.truncated++
 		}
@@ -144,7 +135,7 @@ func (run *ingestRun) apply() {
 	run.b.Apply(func(tag int32, vd stream.Verdict) {
 		switch vd {
 		case stream.Expired:
-			state[tag] |= reasonState(lateIndex(reasonExpired))
+			state[tag] |= reasonState(lateExpired)
 		case stream.LateUpdate:
 			state[tag] |= stLateUpdated
 		}
@@ -194,13 +185,13 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 				r.attrs = sp.Attributes()
 				r.spanName, r.spanKind, r.status = sp.Name(), sp.Kind(), sp.Status().Code()
 				start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
-				run.stage(s.spanAggs, true, timeOf(end), start, end)
+				run.stage(s.spanAggs, timeOf(end), start, end)
 			}
 		}
 	}
 	run.apply()
 	if late != nil && run.anyLate {
-		n := 0
+		w, n := run.b.Watermark(), 0
 		for i := 0; i < rss.Len(); i++ {
 			rs := rss.At(i)
 			sss := rs.ScopeSpans()
@@ -209,7 +200,7 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 				spans := ss.Spans()
 				for k := 0; k < spans.Len(); k, n = k+1, n+1 {
 					if reason := run.lateReason(n); reason != "" {
-						late.add(rs, ss, spans.At(k), reason, run.b.Watermark())
+						late.add(rs, ss, spans.At(k), reason, w)
 					}
 				}
 			}
@@ -241,13 +232,13 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 				if ts == 0 {
 					ts = uint64(lr.ObservedTimestamp())
 				}
-				run.stage(s.logAggs, false, timeOf(ts), 0, 0)
+				run.stage(s.logAggs, timeOf(ts), 0, 0)
 			}
 		}
 	}
 	run.apply()
 	if late != nil && run.anyLate {
-		n := 0
+		w, n := run.b.Watermark(), 0
 		for i := 0; i < rls.Len(); i++ {
 			rl := rls.At(i)
 			sls := rl.ScopeLogs()
@@ -256,7 +247,7 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 				lrs := sl.LogRecords()
 				for k := 0; k < lrs.Len(); k, n = k+1, n+1 {
 					if reason := run.lateReason(n); reason != "" {
-						late.add(rl, sl, lrs.At(k), reason, run.b.Watermark())
+						late.add(rl, sl, lrs.At(k), reason, w)
 					}
 				}
 			}

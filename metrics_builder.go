@@ -18,7 +18,6 @@ const (
 // set of group-by values read from the resource.
 type metricsBuilder struct {
 	aggs    []*aggregation
-	groupBy [][]string
 	version string
 
 	md      pmetric.Metrics
@@ -47,11 +46,8 @@ const (
 	slotQuantiles
 )
 
-func newMetricsBuilder(aggs []*aggregation, cfgs []AggregationConfig, version string) *metricsBuilder {
+func newMetricsBuilder(aggs []*aggregation, version string) *metricsBuilder {
 	b := &metricsBuilder{aggs: aggs, version: version}
-	for _, c := range cfgs {
-		b.groupBy = append(b.groupBy, c.GroupBy)
-	}
 	b.reset()
 	return b
 }
@@ -180,11 +176,11 @@ func (b *metricsBuilder) gaugeOrSum(ro *resourceOut, slot int, output string, a 
 
 // putAttributes sets the decoded group-by values under their keys, with their types.
 func (b *metricsBuilder) putAttributes(m pcommon.Map, agg int) {
-	names := b.groupBy[agg]
+	keys := b.aggs[agg].groupBy
 	m.EnsureCapacity(len(b.decoded))
 	for i, v := range b.decoded {
-		if i < len(names) {
-			putValue(m, names[i], v)
+		if i < len(keys) {
+			putValue(m, keys[i].name, v)
 		}
 	}
 }
@@ -226,10 +222,10 @@ func (b *metricsBuilder) resource(agg int) *resourceOut {
 		return ro
 	}
 	rm := b.md.ResourceMetrics().AppendEmpty()
-	names := b.groupBy[agg]
+	keys := b.aggs[agg].groupBy
 	for i, v := range b.decoded {
-		if v.Source == serieskey.Resource && i < len(names) {
-			putValue(rm.Resource().Attributes(), names[i], v)
+		if v.Source == serieskey.Resource && i < len(keys) {
+			putValue(rm.Resource().Attributes(), keys[i].name, v)
 		}
 	}
 	sm := rm.ScopeMetrics().AppendEmpty()

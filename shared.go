@@ -109,7 +109,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config) (*
 	s.emitter = &emitter{s: s}
 	v := moduleVersion()
 	for i := range s.emitter.builders {
-		s.emitter.builders[i] = newMetricsBuilder(s.aggs, cfg.Aggregations, v)
+		s.emitter.builders[i] = newMetricsBuilder(s.aggs, v)
 	}
 	if err := s.tel.observe(set.MeterProvider, s); err != nil {
 		return nil, err
