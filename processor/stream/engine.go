@@ -3,6 +3,7 @@ package stream
 import (
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -50,7 +51,7 @@ func New(cfg Config) (*Engine, error) {
 	if n <= 0 {
 		n = 64
 	}
-	n = 1 << bitsFor(n)
+	n = 1 << bits.Len(uint(n-1)) // the next power of two
 	e := &Engine{
 		g:      cfg.windowing(),
 		aggs:   append([]Aggregation(nil), cfg.Aggregations...),
@@ -73,14 +74,6 @@ func New(cfg Config) (*Engine, error) {
 	e.overflow = newShard(e.g, e.aggs, e.active)
 	e.dueAt.Store(e.g.nextBoundary(minTime))
 	return e, nil
-}
-
-func bitsFor(n int) int {
-	b := 0
-	for 1<<b < n {
-		b++
-	}
-	return b
 }
 
 // Now reads the engine's clock.
@@ -106,10 +99,9 @@ func (e *Engine) Watermark() int64 {
 // after the watermark moved, and Apply touches every shard of the batch before it creates any series,
 // Add one record at a time.
 type Batch struct {
-	e        *Engine
-	now, w   int64
-	maxT     int64
-	accepted bool
+	e      *Engine
+	now, w int64
+	maxT   int64
 	// Counted here and added to the engine's at End: no write to memory shared by cores per record.
 	verdicts [numVerdicts]uint64
 	overflow uint64
@@ -151,7 +143,7 @@ type staged struct {
 // Begin starts a batch at wall time now.
 func (e *Engine) Begin(now int64) *Batch {
 	b := e.batches.Get().(*Batch)
-	b.e, b.now, b.w, b.maxT, b.accepted, b.paneLo = e, now, e.wm.current(), minTime, false, maxTime
+	b.e, b.now, b.w, b.maxT, b.paneLo = e, now, e.wm.current(), minTime, maxTime
 	return b
 }
 
@@ -187,10 +179,6 @@ func (e *Engine) hash(agg int, key []byte) uint64 {
 	return maphash.Bytes(e.seed, key) ^ uint64(agg)*0x9e3779b97f4a7c15
 }
 
-func (e *Engine) hashString(agg int, key string) uint64 {
-	return maphash.String(e.seed, key) ^ uint64(agg)*0x9e3779b97f4a7c15
-}
-
 // Add puts a record of aggregation agg at event time t with value v into the series key and says
 // what became of it. A NaN or infinite v is counted but left out of the value aggregates. The key's
 // bytes are copied if the engine keeps them.
@@ -204,7 +192,7 @@ func (b *Batch) Add(agg int, key []byte, t int64, v float64) Verdict {
 	sh := e.shards[h&e.mask]
 	sh.mu.Lock()
 	w := sh.observe(b.w)
-	vd, _, full := sh.addRecord(w, agg, h, key, b.paneStart(t), v, true)
+	vd, full := sh.addOrCreate(w, agg, h, key, b.paneStart(t), v)
 	sh.mu.Unlock()
 	if full {
 		e.overflow.mu.Lock()
@@ -294,8 +282,8 @@ func (b *Batch) applyShard(sh *shard, idx []int32, prefetch bool, late func(int3
 	}
 	for _, i := range idx {
 		r := &b.staged[i]
-		vd, missing, _ := sh.addRecord(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, false)
-		if missing {
+		vd, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
+		if !ok {
 			b.fresh = append(b.fresh, i)
 			continue
 		}
@@ -372,7 +360,7 @@ func (b *Batch) applyFresh(late func(int32, Verdict)) {
 		r := &b.staged[i]
 		sh := e.shards[r.hash&e.mask]
 		sh.mu.Lock()
-		vd, _, full := sh.addRecord(sh.observe(b.w), int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, true)
+		vd, full := sh.addOrCreate(sh.observe(b.w), int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
 		sh.mu.Unlock()
 		if full {
 			b.spill = append(b.spill, i)
@@ -413,7 +401,6 @@ func (b *Batch) accept(t int64, vd Verdict) {
 	if vd == LateUpdate && !b.e.lateDirty.Load() {
 		b.e.lateDirty.Store(true)
 	}
-	b.accepted = true
 	b.maxT = max(b.maxT, t)
 }
 
@@ -421,7 +408,7 @@ func (b *Batch) accept(t int64, vd Verdict) {
 // gives the batch back to the engine. Records staged and not applied are dropped.
 func (b *Batch) End() {
 	e := b.e
-	if b.accepted {
+	if b.maxT > minTime { // a record was accepted (accepted records have t > 0)
 		e.wm.observe(b.maxT, b.now)
 	}
 	for i, n := range b.verdicts {
@@ -447,10 +434,6 @@ func (b *Batch) End() {
 func (e *Engine) Collect(now int64, fn func(*Result)) {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()
-	e.collectLocked(now, fn)
-}
-
-func (e *Engine) collectLocked(now int64, fn func(*Result)) {
 	e.wm.tick(now)
 	w := e.wm.current()
 	e.lateDirty.Store(false)
@@ -462,17 +445,6 @@ func (e *Engine) collectLocked(now int64, fn func(*Result)) {
 // expiry since the last Collect, or records were added late. The idle rule is not considered.
 func (e *Engine) Due() bool {
 	return e.lateDirty.Load() || e.wm.current() >= e.dueAt.Load()
-}
-
-// TryCollect is Collect unless another Collect, FireAll or Snapshot is under way, in which case it
-// returns false at once: for callers on the ingest path, which should not wait for one another.
-func (e *Engine) TryCollect(now int64, fn func(*Result)) bool {
-	if !e.collectMu.TryLock() {
-		return false
-	}
-	defer e.collectMu.Unlock()
-	e.collectLocked(now, fn)
-	return true
 }
 
 // FireAll fires every window that holds data, as it stands, and empties the engine: the shutdown

@@ -34,8 +34,6 @@ package stream
 //
 //	STREAM_MODEL_SEEDS=n              n seeds per configuration instead of the default
 //	STREAM_MODEL_ONLY=name:seed       run one stream only and log its full trace
-//	STREAM_MODEL_LATE_FIRST=late      accept the engine's Late label on the first firing of a window
-//	                                  whose records all came late (see lateFirstAsLate)
 //	STREAM_MODEL_QUANTILE=floor        quantiles as x_floor(q*(n-1)) instead of the nearest rank x_(ceil(q*n)-1)
 
 import (
@@ -62,11 +60,6 @@ import (
 
 // ---------------------------------------------------------------------------------------------------
 // The reference model.
-
-// lateFirstAsLate, set by STREAM_MODEL_LATE_FIRST=late, makes the model label Late the first firing of a
-// window all of whose records were added late (the engine's behaviour). The contract says such a firing
-// is a first firing (Late=false); the switch only serves to look for other mismatches past that one.
-var lateFirstAsLate = os.Getenv("STREAM_MODEL_LATE_FIRST") == "late"
 
 // nearestRank, set by STREAM_MODEL_QUANTILE=nearest-rank, makes the model's quantile q of n sorted values
 // the nearest-rank one, x_(ceil(q*n)-1) with q taken as the decimal it is written as (0.9 is 9/10), instead
@@ -285,8 +278,8 @@ func (m *refModel) collect(now int64) []firingRec {
 		switch {
 		case !w.fired && m.wSet && m.w >= end:
 			// A window whose first records came late (its end had passed W when they were added) still
-			// fires a first firing, unless STREAM_MODEL_LATE_FIRST=late asks for the engine's labelling.
-			out = m.fire(out, id, w, lateFirstAsLate && len(w.late) == len(w.all))
+			// fires a first firing.
+			out = m.fire(out, id, w, false)
 			w.fired = true
 		case w.fired && len(w.late) > 0:
 			out = m.fire(out, id, w, true)
@@ -309,7 +302,7 @@ func (m *refModel) fireAll() []firingRec {
 	for id, w := range m.wins {
 		switch {
 		case !w.fired:
-			out = m.fire(out, id, w, lateFirstAsLate && len(w.late) > 0 && len(w.late) == len(w.all))
+			out = m.fire(out, id, w, false)
 		case len(w.late) > 0:
 			out = m.fire(out, id, w, true)
 		}

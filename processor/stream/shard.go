@@ -51,31 +51,39 @@ func (s *shard) observe(w int64) int64 {
 	return s.applied
 }
 
-// addRecord puts a record of aggregation agg in pane p into the series key (hash h), judged against
-// the shard's watermark w, and says what became of it. With create false a record whose series does
-// not exist is left alone (missing): Apply creates series in the order of their records, so that the
-// first to come get the max_series slots. full reports that the series is new and the aggregation
-// already holds max_series: the record is for the overflow series, and nothing was done.
-func (s *shard) addRecord(w int64, agg int, h uint64, key []byte, p int64, v float64, create bool) (vd Verdict, missing, full bool) {
+// addExisting puts a record of aggregation agg in pane p into the series key (hash h), judged against
+// the shard's watermark w, and says what became of it. ok is false, and nothing was done, when the
+// series does not exist: Apply creates series after the rest, in the order of their records, so that
+// the first to come get the max_series slots.
+func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v float64) (vd Verdict, ok bool) {
 	vd = s.g.classify(p, w)
 	if vd == Expired {
-		return vd, false, false
+		return vd, true
 	}
 	se := s.table.find(h, agg, key)
 	if se == nil {
-		if !create {
-			return vd, true, false
-		}
-		if s.active[agg].Add(1) > int64(s.aggs[agg].MaxSeries) {
-			s.active[agg].Add(-1)
-			return vd, false, true
-		}
-		se = &series{key: string(key), hash: h, agg: agg, pos: len(s.list)}
-		s.table.insert(se)
-		s.list = append(s.list, se)
+		return vd, false
 	}
 	s.add(se, p, v, vd)
-	return vd, false, false
+	return vd, true
+}
+
+// addOrCreate is addExisting that creates a missing series. full reports that the aggregation already
+// holds max_series: the record is for the overflow series, and nothing was done.
+func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v float64) (vd Verdict, full bool) {
+	vd, ok := s.addExisting(w, agg, h, key, p, v)
+	if ok {
+		return vd, false
+	}
+	if s.active[agg].Add(1) > int64(s.aggs[agg].MaxSeries) {
+		s.active[agg].Add(-1)
+		return vd, true
+	}
+	se := &series{key: string(key), hash: h, agg: agg, pos: len(s.list)}
+	s.table.insert(se)
+	s.list = append(s.list, se)
+	s.add(se, p, v, vd)
+	return vd, false
 }
 
 // addOverflow puts a record of aggregation agg in pane p into its overflow series (on the engine's
@@ -158,7 +166,7 @@ func (s *shard) flushSeries(se *series, oldW, w int64) {
 		s.fireLate(se, oldW)
 	}
 	// First firings: windows ending in (oldW, w] that hold at least one pane.
-	e := max((floorDiv(oldW, g.slide)+1)*g.slide, se.panes[0].start+g.slide)
+	e := max(g.paneStart(oldW)+g.slide, se.panes[0].start+g.slide)
 	j := 0 // first pane that can be in the window ending at e
 	for e <= w {
 		for j < len(se.panes) && se.panes[j].start < e-g.size {
@@ -196,7 +204,7 @@ func (s *shard) fireLate(se *series, oldW int64) {
 		lo := max(p.start+g.slide, oldW-g.lateness+1, lastE+1) // not expired at oldW, not emitted yet
 		hi := min(p.start+g.size, oldW)                        // fired at oldW
 		// Window ends are multiples of slide: round lo up.
-		e := (floorDiv(lo-1, g.slide) + 1) * g.slide
+		e := g.paneStart(lo-1) + g.slide
 		for ; e <= hi; e += g.slide {
 			s.emit(se, e-g.size, e, true)
 			lastE = e
@@ -237,7 +245,9 @@ func (s *shard) emit(se *series, start, end int64, late bool) {
 		switch {
 		case n == 1:
 			h = se.panes[first].hist
-		case !late && s.g.panesPerWindow > 1:
+		case !late && s.g.panesPerWindow > 1 && end > se.accEnd:
+			// A window after the running sketch's: bring it forward. (A late window turned first
+			// firing lies behind it, and merges its panes below instead of moving the sketch back.)
 			h = s.windowSketch(se, end)
 		default:
 			s.wHist.Reset()

@@ -165,7 +165,7 @@ func (e *Engine) Restore(b []byte) error {
 			overflow.adopt(se)
 			continue
 		}
-		se.hash = e.hashString(se.agg, se.key)
+		se.hash = e.hash(se.agg, []byte(se.key))
 		sh := fresh[se.hash&e.mask]
 		if sh.table.find(se.hash, se.agg, []byte(se.key)) != nil {
 			d.fail()
