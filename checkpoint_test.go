@@ -154,8 +154,9 @@ func TestSaveFailureIsCountedAndMissingExtensionFailsStart(t *testing.T) {
 	useFakeClock(t)
 	st := &memStorage{data: map[string][]byte{}, failSet: errors.New("read-only")}
 	_, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
-	if counterValue(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "save_failed"}) == 0 {
-		t.Fatal("failed save not counted")
+	// One instance, so one save, at its Shutdown.
+	if got := counterValue(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "save_failed"}); got != 1 {
+		t.Fatalf("failed saves counted %d, want 1", got)
 	}
 	cfg := latencyConfig()
 	cfg.Storage = &storageID

@@ -73,37 +73,40 @@ func TestFullConfigLoads(t *testing.T) {
 	}
 }
 
+// invalidConfigs maps each invalid configuration of testdata/config.yaml to substrings its error must
+// hold.
+var invalidConfigs = map[string][]string{
+	"no_size":                              {"window.size", "> 0"},
+	"slide_too_big":                        {"window.slide", "<= window.size"},
+	"slide_not_divisor":                    {"window.slide", "whole multiple"},
+	"negative_lateness":                    {"allowed_lateness", "between 0s and 8760h0m0s, got -1s"},
+	"negative_out_of_orderness":            {"watermark.max_out_of_orderness", "between 0s and"},
+	"bad_action":                           {"late_data.action", `"keep"`},
+	"zero_max_series":                      {"max_series", "> 0"},
+	"no_aggregations":                      {"aggregations", "at least one"},
+	"no_name":                              {"aggregations[0].name", "required"},
+	"duplicate_name":                       {"aggregations[1] (a).name", "unique"},
+	"bad_signal":                           {"signal", `"metrics"`},
+	"span_kind_on_logs":                    {"where.span_kind", "spans only"},
+	"bad_span_kind":                        {"where.span_kind", `"SERVER"`},
+	"duplicate_group_by":                   {"group_by", "twice"},
+	"severity_on_spans":                    {"group_by", "logs only"},
+	"span_name_on_logs":                    {"group_by", "spans only"},
+	"duration_on_logs":                     {"value", "spans only"},
+	"bad_value":                            {"value", `"size"`},
+	"empty_attribute_value":                {"value", "needs a key"},
+	"bad_unit":                             {"unit", `"minutes"`},
+	"unit_on_attribute":                    {"unit", "duration only"},
+	"bad_output":                           {"outputs", `"median"`},
+	"value_output_without_value":           {"outputs", `"p99" needs a value`},
+	"duplicate_output":                     {"outputs", "twice"},
+	"bad_emit_interval":                    {"emit.interval", "> 0"},
+	"bad_histogram_max_size":               {"aggregations[0] (a).histogram_max_size", "between 2 and 4096"},
+	"histogram_max_size_without_histogram": {"aggregations[0] (a).histogram_max_size", "histogram output only"},
+}
+
 func TestInvalidConfigsNameKeyAndReason(t *testing.T) {
-	cases := map[string][]string{ // config name -> substrings the error must hold
-		"no_size":                              {"window.size", "> 0"},
-		"slide_too_big":                        {"window.slide", "<= window.size"},
-		"slide_not_divisor":                    {"window.slide", "whole multiple"},
-		"negative_lateness":                    {"allowed_lateness", "between 0s and 8760h0m0s, got -1s"},
-		"negative_out_of_orderness":            {"watermark.max_out_of_orderness", "between 0s and"},
-		"bad_action":                           {"late_data.action", `"keep"`},
-		"zero_max_series":                      {"max_series", "> 0"},
-		"no_aggregations":                      {"aggregations", "at least one"},
-		"no_name":                              {"aggregations[0].name", "required"},
-		"duplicate_name":                       {"aggregations[1] (a).name", "unique"},
-		"bad_signal":                           {"signal", `"metrics"`},
-		"span_kind_on_logs":                    {"where.span_kind", "spans only"},
-		"bad_span_kind":                        {"where.span_kind", `"SERVER"`},
-		"duplicate_group_by":                   {"group_by", "twice"},
-		"severity_on_spans":                    {"group_by", "logs only"},
-		"span_name_on_logs":                    {"group_by", "spans only"},
-		"duration_on_logs":                     {"value", "spans only"},
-		"bad_value":                            {"value", `"size"`},
-		"empty_attribute_value":                {"value", "needs a key"},
-		"bad_unit":                             {"unit", `"minutes"`},
-		"unit_on_attribute":                    {"unit", "duration only"},
-		"bad_output":                           {"outputs", `"median"`},
-		"value_output_without_value":           {"outputs", `"p99" needs a value`},
-		"duplicate_output":                     {"outputs", "twice"},
-		"bad_emit_interval":                    {"emit.interval", "> 0"},
-		"bad_histogram_max_size":               {"aggregations[0] (a).histogram_max_size", "between 2 and 4096"},
-		"histogram_max_size_without_histogram": {"aggregations[0] (a).histogram_max_size", "histogram output only"},
-	}
-	for name, want := range cases {
+	for name, want := range invalidConfigs {
 		t.Run(name, func(t *testing.T) {
 			err := confmap.Validate(loadConfig(t, name))
 			if err == nil {
@@ -125,5 +128,11 @@ func TestEveryTestdataConfigIsCovered(t *testing.T) {
 	}
 	if n := len(cm.ToStringMap()); n != 29 { // 2 valid + 27 invalid, each tested above
 		t.Fatalf("testdata/config.yaml holds %d configs; add the new ones to the tests", n)
+	}
+	for id := range cm.ToStringMap() {
+		name := strings.TrimPrefix(id, Type.String()+"/")
+		if _, ok := invalidConfigs[name]; !ok && name != "minimal" && name != "full" {
+			t.Errorf("testdata/config.yaml: %s is in no test", id)
+		}
 	}
 }

@@ -347,11 +347,16 @@ func TestOutputResourcesKeepTheirKeys(t *testing.T) {
 	td.ResourceSpans().At(0).Resource().Attributes().PutStr("host.name", "x")
 	h.sendTraces(td)
 	h.sendTraces(traces(spanSpec{service: "x", name: "s", end: 10}))
+	seen := map[string]int{}
 	for _, p := range points(h.metrics.AllMetrics()) {
 		want := map[string]string{"a.count": "service.name=x(Str)", "b.count": "host.name=x(Str)"}[p.metric]
 		if p.resource != want || p.attrs != want {
 			t.Errorf("%s: resource %q, attributes %q; want both %q", p.metric, p.resource, p.attrs, want)
 		}
+		seen[p.metric]++
+	}
+	if seen["a.count"] != 1 || seen["b.count"] != 1 || len(seen) != 2 {
+		t.Fatalf("points per metric %v, want one a.count and one b.count", seen)
 	}
 }
 

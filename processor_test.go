@@ -104,8 +104,9 @@ func TestRetryableEmitErrorKeepsResultsUntilTheConsumerRecovers(t *testing.T) {
 	}
 	wantPoint(t, ps, "lat.count", attrsAX, 20, 30, 2)
 	wantPoint(t, ps, "lat.count", attrsAX, 30, 40, 2)
-	if got := counterValue(t, h.tel, "otelcol_window_aggregator_dropped_points", map[string]string{"reason": "queue_full"}); got == 0 {
-		t.Fatal("queue-full drops not counted")
+	// The two dropped windows, one series, 7 outputs each.
+	if got := counterValue(t, h.tel, "otelcol_window_aggregator_dropped_points", map[string]string{"reason": "queue_full"}); got != 14 {
+		t.Fatalf("queue-full drops counted %d, want 14", got)
 	}
 }
 

@@ -224,11 +224,11 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 }
 
 // shutdownSink is a metrics output's Shutdown: it delivers its final results before returning. With
-// storage, it sends what has fired and checkpoints the rest; without, every open window fires now.
+// storage, it sends what has fired (what it cannot deliver stays queued, and the last instance's
+// release checkpoints it with the open windows); without, every open window fires now.
 func (s *shared) shutdownSink(ctx context.Context, k *sink) error {
 	if s.storage != nil {
 		s.emitter.emit(ctx, false)
-		s.storage.save(ctx)
 	} else {
 		s.emitter.fireAll(ctx)
 	}

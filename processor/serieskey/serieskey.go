@@ -116,6 +116,9 @@ func Decode(key string, fn func(i int, v Value)) error {
 		}
 		switch v.Kind {
 		case Absent:
+			if v.Source != Record { // Builder.Absent writes no source
+				return ErrCorrupt
+			}
 		case Str, Bytes:
 			n, w := binary.Uvarint([]byte(key[:min(len(key), binary.MaxVarintLen64)]))
 			if w <= 0 || n > uint64(len(key)-w) {

@@ -116,5 +116,12 @@ func FuzzDecode(f *testing.F) {
 		if err := Decode(string(re.Key()), func(_ int, v Value) { c = append(c, v) }); err != nil || len(a) != len(c) {
 			t.Fatalf("re-encoded key does not decode the same: %v", err)
 		}
+		for i := range a {
+			x, y := a[i], c[i]
+			if x.Kind != y.Kind || x.Source != y.Source || x.Str != y.Str || x.Int != y.Int || x.Bool != y.Bool ||
+				math.Float64bits(x.Double) != math.Float64bits(y.Double) {
+				t.Fatalf("value %d decodes as %+v, re-encoded as %+v", i, x, y)
+			}
+		}
 	})
 }
