@@ -17,8 +17,8 @@ import (
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-// benchTraces builds batches of 1000 spans over 10 services x 20 span names x 4 methods, each batch
-// one second of event time after the previous one.
+// benchTraces builds batches of 1000 spans over 10 services x 20 span names x 4 methods (800 series),
+// each batch one second of event time after the previous one.
 func benchTraces(n int, start time.Time) []ptrace.Traces {
 	methods := []string{"GET", "POST", "PUT", "DELETE"}
 	out := make([]ptrace.Traces, n)
@@ -33,7 +33,7 @@ func benchTraces(n int, start time.Time) []ptrace.Traces {
 				sp := spans.AppendEmpty()
 				sp.SetName(fmt.Sprintf("GET /api/%d", i%20))
 				sp.SetKind(ptrace.SpanKindServer)
-				sp.Attributes().PutStr("http.request.method", methods[i%4])
+				sp.Attributes().PutStr("http.request.method", methods[(i/20)%4]) // independent of the name
 				sp.SetStartTimestamp(pcommon.NewTimestampFromTime(end.Add(-time.Duration(10+i%50) * time.Millisecond)))
 				sp.SetEndTimestamp(pcommon.NewTimestampFromTime(end.Add(time.Duration(i) * time.Millisecond)))
 			}
@@ -41,6 +41,19 @@ func benchTraces(n int, start time.Time) []ptrace.Traces {
 		out[b] = td
 	}
 	return out
+}
+
+// shiftSpans moves every span of td by d.
+func shiftSpans(td ptrace.Traces, d pcommon.Timestamp) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		spans := rss.At(i).ScopeSpans().At(0).Spans()
+		for k := 0; k < spans.Len(); k++ {
+			sp := spans.At(k)
+			sp.SetStartTimestamp(sp.StartTimestamp() + d)
+			sp.SetEndTimestamp(sp.EndTimestamp() + d)
+		}
+	}
 }
 
 // BenchmarkConnectorTraces is the connector's cost per span through its factory, results included.
@@ -62,11 +75,21 @@ func BenchmarkConnectorTraces(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer func() { _ = c.Shutdown(context.Background()) }()
-			batches := benchTraces(b.N+1, time.Unix(1_700_000_000, 0))
+			// A minute of batches, moved a minute on at every lap (timer stopped), so that event time
+			// keeps advancing without holding b.N batches in memory.
+			batches := benchTraces(60, time.Unix(1_700_000_000, 0))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				if err := c.ConsumeTraces(context.Background(), batches[i]); err != nil {
+				j := i % len(batches)
+				if j == 0 && i > 0 {
+					b.StopTimer()
+					for _, td := range batches {
+						shiftSpans(td, pcommon.Timestamp(len(batches))*pcommon.Timestamp(time.Second))
+					}
+					b.StartTimer()
+				}
+				if err := c.ConsumeTraces(context.Background(), batches[j]); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -665,16 +665,7 @@ func runParallel(b *testing.B, procs int, h *harness, rings []*traceRing) uint64
 	return readMallocs() - m0
 }
 
-func outputsName(outputs []string) string {
-	s := ""
-	for i, o := range outputs {
-		if i > 0 {
-			s += "_"
-		}
-		s += o
-	}
-	return s
-}
+func outputsName(outputs []string) string { return strings.Join(outputs, "_") }
 
 // ---------------------------------------------------------------------------------------------
 // Benchmarks

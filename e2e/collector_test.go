@@ -248,5 +248,3 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
-
-func contains(s, sub string) bool { return bytes.Contains([]byte(s), []byte(sub)) }

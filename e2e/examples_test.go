@@ -3,6 +3,7 @@ package e2e
 import (
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -45,7 +46,7 @@ service:
 		t.Fatal("an invalid config validated")
 	}
 	for _, want := range []string{"window.slide", "whole multiple", `aggregations[0] (a).outputs: "p99" needs a value`} {
-		if !contains(string(out), want) {
+		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}

@@ -8,14 +8,17 @@ config=${DEMO_CONFIG:-examples/demo.yaml}
 "$dist" --config "$config" &
 collector=$!
 gen=""
+# stop ends the demo with status $1: 0 for Ctrl-C (how the demo is meant to end), else the failure's.
 stop() {
+  local rc=$1
   trap - INT TERM EXIT
   [ -n "$gen" ] && kill -TERM "$gen" 2>/dev/null && wait "$gen" 2>/dev/null || true
   # SIGTERM lets the collector fire its open windows before it exits.
   kill -TERM "$collector" 2>/dev/null && wait "$collector" 2>/dev/null || true
-  exit 0
+  exit "$rc"
 }
-trap stop INT TERM EXIT
+trap 'stop 0' INT TERM
+trap 'stop $?' EXIT
 
 # Wait for the OTLP receiver.
 for _ in $(seq 1 100); do
@@ -28,5 +31,6 @@ echo ">>> demo traffic: 3 services, 2% of records 2 minutes late (routed), 5% 20
 echo ">>> window results print every 10 s; press Ctrl-C to stop" >&2
 "$loadgen" -endpoint 127.0.0.1:4317 -rate 100 -services 3 -series 2 -late 0.05 -late-by 20s -too-late 0.02 -too-late-by 2m ${LOADGEN_FLAGS:-} &
 gen=$!
-wait "$gen" || true
-stop
+rc=0
+wait "$gen" || rc=$? # the load generator ends by itself only on an error
+stop "$rc"
