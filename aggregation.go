@@ -118,10 +118,21 @@ type keyRef struct {
 	field int // fieldNone: an attribute
 }
 
+// fieldSignal returns the signal whose records have the special key name as a field, or "" for an
+// attribute key.
+func fieldSignal(name string) string {
+	switch fieldKeys[name] {
+	case fieldNone:
+		return ""
+	case fieldSeverityText:
+		return signalLogs
+	}
+	return signalSpans
+}
+
 func newKeyRef(name, signal string) keyRef {
 	f := fieldKeys[name]
-	logField := f == fieldSeverityText
-	if f != fieldNone && logField != (signal == signalLogs) {
+	if fs := fieldSignal(name); fs != "" && fs != signal {
 		f = fieldNone // a span field named on logs (or the reverse) is an ordinary attribute
 	}
 	return keyRef{name: name, field: f}

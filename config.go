@@ -112,9 +112,6 @@ const (
 var (
 	percentileOutput = regexp.MustCompile(`^p([0-9]{1,6})$`)
 	unitScale        = map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
-	spanKinds        = map[string]bool{"unspecified": true, "internal": true, "server": true, "client": true, "producer": true, "consumer": true}
-	spanOnlyKeys     = map[string]bool{"span.name": true, "span.kind": true, "status.code": true}
-	logOnlyKeys      = map[string]bool{"severity.text": true}
 )
 
 // maxDuration bounds every duration so that the engine's time arithmetic cannot overflow.
@@ -203,7 +200,7 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad("where.span_kind", "applies to spans only")
 		}
 		for _, k := range a.Where.SpanKind {
-			if !spanKinds[k] {
+			if _, ok := spanKindByConfig[k]; !ok {
 				bad("where.span_kind", "unknown span kind %q (want one of unspecified, internal, server, client, producer, consumer)", k)
 			}
 		}
@@ -225,10 +222,8 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad("group_by", "empty key")
 		case seen[k]:
 			bad("group_by", "key %q listed twice", k)
-		case spanOnlyKeys[k] && a.Signal == signalLogs:
-			bad("group_by", "%q applies to spans only", k)
-		case logOnlyKeys[k] && a.Signal == signalSpans:
-			bad("group_by", "%q applies to logs only", k)
+		case fieldSignal(k) != "" && fieldSignal(k) != a.Signal:
+			bad("group_by", "%q applies to %s only", k, fieldSignal(k))
 		}
 		seen[k] = true
 	}
