@@ -44,10 +44,6 @@ const (
 	recordsPerBatch = 1000
 	numServices     = 10
 	numSpanNames    = 20
-	// Every batch covers one second of event time (slot); a 1m tumbling window fires every
-	// slotsPerMinute batches.
-	slotNanos      = int64(time.Second)
-	slotsPerMinute = 60
 	// heapSeries is the number of distinct series of BenchmarkHeapPerSeries (all in one window).
 	heapSeries = 100_000
 )
@@ -70,10 +66,18 @@ var (
 		return s
 	}()
 
+	// spansPerSecond is the event-time rate of the workload: every batch covers
+	// recordsPerBatch/spansPerSecond seconds of event time (its slot, slotNanos long), and a 1m
+	// tumbling window fires every slotsPerMinute batches. At the default, 1000 spans/s, a window
+	// holds 75 spans per series, and the results of every window weigh heavily per span;
+	// BENCH_SPANS_PER_SECOND=50000 is a busy collector, where a window holds 3750 spans per series.
+	spansPerSecond            = envInt("BENCH_SPANS_PER_SECOND", 1000)
+	slotNanos, slotsPerMinute = slotsFor(spansPerSecond)
+
 	// ringLen is the number of pre-built batches a benchmark cycles through: one minute of event
-	// time. BENCH_RING overrides it, to check that the once-per-lap timestamp shift does not
-	// distort the result.
-	ringLen = envInt("BENCH_RING", slotsPerMinute)
+	// time at the default rate (at most 60 batches at any rate). BENCH_RING overrides it, to check
+	// that the once-per-lap timestamp shift does not distort the result.
+	ringLen = envInt("BENCH_RING", min(slotsPerMinute, 60))
 
 	// baseTime is slot 0: a minute boundary an hour before the process started, so that the
 	// event time stays within watermark.max_future_skew (set to maxFutureSkew) for any realistic
@@ -84,6 +88,18 @@ var (
 // maxFutureSkew is the largest skew the engine accepts (its limit is MaxInt64/256 ns, about 417
 // days; 1000000h is refused when the connector is created).
 const maxFutureSkew = 365 * 24 * time.Hour
+
+// slotsFor returns the event time one batch covers at rate spans per second, and how many batches
+// make a minute. The rate must give whole nanoseconds between spans and a whole number of batches
+// per minute (a multiple of 50 up to 1000000 does).
+func slotsFor(rate int) (slotNanos int64, slotsPerMinute int) {
+	slotNanos = int64(time.Second) * recordsPerBatch / int64(rate)
+	if slotNanos*int64(rate) != int64(time.Second)*recordsPerBatch || slotNanos%recordsPerBatch != 0 ||
+		int64(time.Minute)%slotNanos != 0 {
+		panic(fmt.Sprintf("BENCH_SPANS_PER_SECOND=%d: %d spans per batch do not divide a minute evenly", rate, recordsPerBatch))
+	}
+	return slotNanos, int(int64(time.Minute) / slotNanos)
+}
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -351,7 +367,7 @@ func waConfig(o waOptions) *windowaggregator.Config {
 // smConfig is the span_metrics configuration: default dimensions (service.name, span.name,
 // span.kind, status.code) plus http.request.method, an exponential histogram of max_size 160 (its
 // default), delta temporality (each flush reports the spans since the previous one, like a
-// tumbling window), flushed every 60 batches of the fake clock (see harness.tick), no exemplars.
+// tumbling window), flushed every minute of event time by the fake clock (see harness.tick), no exemplars.
 //
 // span_metrics has no percentile output: its exponential histogram is the closest thing (the
 // percentiles are computed downstream from it), so it is what the percentile variant compares with.
@@ -503,7 +519,7 @@ func (h *harness) checkAllAggregated(b *testing.B, records int64) {
 	if outcomes["aggregated"] != records || len(outcomes) != 1 {
 		b.Errorf("window_aggregator: %d records fed, outcomes %v", records, outcomes)
 	}
-	if records > (slotsPerMinute+1)*recordsPerBatch && fired == 0 {
+	if records > int64(slotsPerMinute+1)*recordsPerBatch && fired == 0 {
 		b.Errorf("window_aggregator: %d records over %d s of event time and no window fired", records, records/recordsPerBatch)
 	}
 }
@@ -647,7 +663,7 @@ func runParallel(b *testing.B, procs int, h *harness, rings []*traceRing) uint64
 		for pb.Next() {
 			s := slots.Add(1) - 1
 			r.setSlot(j, s)
-			if s > 0 && s%slotsPerMinute == 0 {
+			if s > 0 && s%int64(slotsPerMinute) == 0 {
 				h.tick()
 			}
 			if err := h.traces.ConsumeTraces(ctx, r.batches[j]); err != nil {
@@ -787,7 +803,7 @@ func BenchmarkParallel(b *testing.B) {
 
 // BenchmarkPaired measures the ratios the targets are about, robustly on a shared machine: one
 // benchmark runs both sides of a comparison, alternating between them every minute of event time
-// (60 batches; the side that goes first alternates too) and timing each side on its own, so that
+// (the side that goes first alternates too) and timing each side on its own, so that
 // both see the same load. b.N batches go to each side; ns/op, B/op and allocs/op are for one batch
 // to each side and mean little; read the custom metrics:
 //
@@ -842,8 +858,11 @@ func (s *side) nsPerSpan(b *testing.B) float64 {
 }
 
 // runPaired runs at GOMAXPROCS 1: the targets are per core, and on one core the garbage collector's
-// work (span_metrics allocates 3.6 times per span) is paid on the core being measured instead of on
-// an idle second one.
+// work (span_metrics allocates 3 to 3.5 times per span) is paid on the core being measured instead of
+// on an idle second one. The sides take turns of one minute of event time each (60 batches at the
+// default rate, 3000 at 50000 spans/s), so that a garbage collection that one side's allocations
+// started and the other side's turn finishes is a small part of a turn; with turns of 60 batches at
+// 50000 spans/s, span_metrics' collections added about 70 ns/span to window_aggregator's turns.
 func runPaired(b *testing.B, sides []side) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	r := traceRingFor(0)
@@ -852,31 +871,32 @@ func runPaired(b *testing.B, sides []side) {
 	var ms runtime.MemStats
 	b.ReportAllocs()
 	b.ResetTimer()
-	for done, lap := 0, 0; done < b.N; done, lap = done+r.n, lap+1 {
-		if done > 0 {
-			b.StopTimer()
-			for k := 0; k < r.n; k++ {
-				r.setSlot(k, int64(done+k))
-			}
-			b.StartTimer()
-		}
-		n := min(r.n, b.N-done)
+	for done, turn := 0, 0; done < b.N; done, turn = done+slotsPerMinute, turn+1 {
+		n := min(slotsPerMinute, b.N-done) // one minute of event time per side and turn
 		for o := range sides {
-			sd := &sides[(o+lap)%len(sides)]
-			runtime.ReadMemStats(&ms)
-			m0 := ms.Mallocs
-			t0 := time.Now()
-			for j := 0; j < n; j++ {
-				if i := done + j; i > 0 && i%slotsPerMinute == 0 {
-					sd.h.tick()
+			sd := &sides[(o+turn)%len(sides)]
+			for lap := 0; lap < n; lap += r.n {
+				m := min(r.n, n-lap)
+				b.StopTimer()
+				for k := 0; k < m; k++ {
+					r.setSlot(k, int64(done+lap+k))
 				}
-				if err := sd.h.traces.ConsumeTraces(ctx, r.batches[j]); err != nil {
-					b.Fatal(err)
+				b.StartTimer()
+				runtime.ReadMemStats(&ms)
+				m0 := ms.Mallocs
+				t0 := time.Now()
+				for j := 0; j < m; j++ {
+					if i := done + lap + j; i > 0 && i%slotsPerMinute == 0 {
+						sd.h.tick()
+					}
+					if err := sd.h.traces.ConsumeTraces(ctx, r.batches[j]); err != nil {
+						b.Fatal(err)
+					}
 				}
+				sd.elapsed += time.Since(t0)
+				runtime.ReadMemStats(&ms)
+				sd.mallocs += ms.Mallocs - m0
 			}
-			sd.elapsed += time.Since(t0)
-			runtime.ReadMemStats(&ms)
-			sd.mallocs += ms.Mallocs - m0
 		}
 	}
 	b.StopTimer()
@@ -891,7 +911,7 @@ func runPaired(b *testing.B, sides []side) {
 	}
 }
 
-// runPairedProcs alternates, every 60 batches per goroutine, between GOMAXPROCS 1 and 2, with the
+// runPairedProcs alternates, every lap of the ring (60 batches) per goroutine, between GOMAXPROCS 1 and 2, with the
 // same two goroutines feeding one window_aggregator from rings of their own.
 func runPairedProcs(b *testing.B) {
 	h := parallelImpls[1].make(b)
@@ -912,7 +932,7 @@ func runPairedProcs(b *testing.B) {
 			b.StopTimer()
 			runtime.GOMAXPROCS(procs)
 			b.StartTimer()
-			n := min(slotsPerMinute, b.N-done) // batches per goroutine
+			n := min(ringLen, b.N-done) // batches per goroutine
 			var wg sync.WaitGroup
 			t0 := time.Now()
 			for g := range rings {
