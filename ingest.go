@@ -63,17 +63,17 @@ var lateReasons = [numLate]string{lateExpired: reasonExpired, lateFuture: reason
 func (s *shared) report(ctx context.Context, t *tally, action string) {
 	tel := s.tel
 	if t.aggregated > 0 {
-		tel.records.Add(ctx, t.aggregated, attrOutcomeAggregated)
+		tel.records.Add(ctx, t.aggregated, attrOutcomeAggregated...)
 	}
 	if t.lateUpdated > 0 {
-		tel.records.Add(ctx, t.lateUpdated, attrOutcomeLateUpdated)
+		tel.records.Add(ctx, t.lateUpdated, attrOutcomeLateUpdated...)
 	}
 	if t.unmatched > 0 {
-		tel.records.Add(ctx, t.unmatched, attrOutcomeUnmatched)
+		tel.records.Add(ctx, t.unmatched, attrOutcomeUnmatched...)
 	}
 	for i, n := range t.late {
 		if n > 0 {
-			tel.records.Add(ctx, n, attrOutcomeLate)
+			tel.records.Add(ctx, n, attrOutcomeLate...)
 			tel.late.Add(ctx, n, lateAttrs(lateReasons[i], action))
 		}
 	}

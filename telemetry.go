@@ -28,13 +28,18 @@ type telemetry struct {
 	registration    metric.Registration
 }
 
-// Outcome and reason attribute values.
+// Outcome attribute values, as option lists: passing a list with ... reuses it, where passing one
+// option builds a new list per call (an allocation per batch).
 var (
-	attrOutcomeAggregated  = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "aggregated")))
-	attrOutcomeLateUpdated = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "late_updated")))
-	attrOutcomeLate        = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "late")))
-	attrOutcomeUnmatched   = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "unmatched")))
+	attrOutcomeAggregated  = outcomeOption("aggregated")
+	attrOutcomeLateUpdated = outcomeOption("late_updated")
+	attrOutcomeLate        = outcomeOption("late")
+	attrOutcomeUnmatched   = outcomeOption("unmatched")
 )
+
+func outcomeOption(outcome string) []metric.AddOption {
+	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome)))}
+}
 
 func lateAttrs(reason, action string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason), attribute.String("action", action)))
