@@ -265,6 +265,24 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 	return c, nil
 }
 
+// reads says whether the aggregation reads the special key f: to group by, to select, or as its value.
+func (c *aggregation) reads(f int) bool {
+	if c.hasValue && !c.duration && c.valueKey.field == f {
+		return true
+	}
+	for _, k := range c.groupBy {
+		if k.field == f {
+			return true
+		}
+	}
+	for i := range c.where {
+		if c.where[i].key.field == f {
+			return true
+		}
+	}
+	return false
+}
+
 // engineAggregation is what the engine keeps for this aggregation.
 func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
 	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: c.outputs.histogram}

@@ -5,6 +5,7 @@ import (
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -373,5 +374,57 @@ func TestSameIDWithOtherSettingsIsRefused(t *testing.T) {
 	_, err = NewConnectorFactory().CreateTracesToMetrics(context.Background(), cset, other, consumertest.NewNop())
 	if err == nil || !strings.Contains(err.Error(), "configured differently") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestSpanKindAndStatusAsKeysAndConditions: the span kind and status code are read only when some
+// aggregation needs them, so each way of needing them is tried with that aggregation alone.
+func TestSpanKindAndStatusAsKeysAndConditions(t *testing.T) {
+	cases := []struct {
+		name string
+		agg  AggregationConfig
+		want map[string]float64 // count by attributes
+	}{
+		{"group by kind and status", AggregationConfig{GroupBy: []string{"span.kind", "status.code"}}, map[string]float64{
+			"span.kind=SPAN_KIND_SERVER(Str),status.code=STATUS_CODE_ERROR(Str)": 1,
+			"span.kind=SPAN_KIND_CLIENT(Str),status.code=STATUS_CODE_UNSET(Str)": 2,
+			"span.kind=SPAN_KIND_SERVER(Str),status.code=STATUS_CODE_OK(Str)":    1,
+		}},
+		{"where status", AggregationConfig{GroupBy: []string{"service.name"},
+			Where: &WhereConfig{Attributes: map[string]any{"status.code": "STATUS_CODE_ERROR"}}},
+			map[string]float64{"service.name=a(Str)": 1}},
+		{"where kind as an attribute", AggregationConfig{GroupBy: []string{"service.name"},
+			Where: &WhereConfig{Attributes: map[string]any{"span.kind": "SPAN_KIND_CLIENT"}}},
+			map[string]float64{"service.name=a(Str)": 2}},
+		{"neither", AggregationConfig{GroupBy: []string{"service.name"}}, map[string]float64{"service.name=a(Str)": 4}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			useFakeClock(t)
+			cfg := baseConfig()
+			c.agg.Name, c.agg.Signal, c.agg.Outputs = "n", "spans", []string{"count"}
+			cfg.Aggregations = []AggregationConfig{c.agg}
+			h := newConnectorHarness(t, cfg, false)
+			td := traces(
+				spanSpec{service: "a", name: "x", end: 1, kind: ptrace.SpanKindServer},
+				spanSpec{service: "a", name: "x", end: 2, kind: ptrace.SpanKindClient},
+				spanSpec{service: "a", name: "x", end: 3, kind: ptrace.SpanKindClient},
+				spanSpec{service: "a", name: "x", end: 4, kind: ptrace.SpanKindServer},
+			)
+			spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+			spans.At(0).Status().SetCode(ptrace.StatusCodeError)
+			spans.At(3).Status().SetCode(ptrace.StatusCodeOk)
+			h.sendTraces(td)
+			h.shutdown() // fires the open window
+			got := map[string]float64{}
+			for _, p := range points(h.metrics.AllMetrics()) {
+				if p.metric == "n.count" && p.start == 0 {
+					got[p.attrs] += p.value
+				}
+			}
+			if !maps.Equal(got, c.want) {
+				t.Fatalf("counts %v, want %v", got, c.want)
+			}
+		})
 	}
 }

@@ -183,7 +183,13 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
 				r.attrs = sp.Attributes()
-				r.spanName, r.spanKind, r.status = sp.Name(), sp.Kind(), sp.Status().Code()
+				r.spanName = sp.Name()
+				if s.readKind {
+					r.spanKind = sp.Kind()
+				}
+				if s.readStatus {
+					r.status = sp.Status().Code()
+				}
 				start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
 				run.stage(s.spanAggs, timeOf(end), start, end)
 			}

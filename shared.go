@@ -28,10 +28,13 @@ type shared struct {
 	aggs   []*aggregation
 	// aggregations per input signal
 	spanAggs, logAggs []*aggregation
-	engine            *stream.Engine
-	tel               *telemetry
-	emitter           *emitter
-	storage           *checkpointer
+	// whether some span aggregation reads the span kind or the status code: a span's status lies
+	// apart from the fields every aggregation reads, so reading it only when needed saves a cache line
+	readKind, readStatus bool
+	engine               *stream.Engine
+	tel                  *telemetry
+	emitter              *emitter
+	storage              *checkpointer
 
 	mu        sync.Mutex
 	instances int // created and not yet shut down
@@ -96,6 +99,8 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config) (*
 			s.logAggs = append(s.logAggs, a)
 		} else {
 			s.spanAggs = append(s.spanAggs, a)
+			s.readKind = s.readKind || a.spanKinds != 0 || a.reads(fieldSpanKind)
+			s.readStatus = s.readStatus || a.reads(fieldStatusCode)
 		}
 		ecfg.Aggregations = append(ecfg.Aggregations, a.engineAggregation(cfg.MaxSeries))
 	}
