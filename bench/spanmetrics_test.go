@@ -121,6 +121,7 @@ func latencyNanos(rng *rand.Rand) int64 {
 type ring struct {
 	slot  []int64
 	shift func(i int, d pcommon.Timestamp)
+	touch func(i int) int // reads batch i's records, keys and values
 	n     int
 }
 
@@ -157,6 +158,7 @@ func newTraceRing(n int, seed uint64) *traceRing {
 		tr.slot[i] = int64(i)
 	}
 	tr.shift = func(i int, d pcommon.Timestamp) { shiftTraces(tr.batches[i], d) }
+	tr.touch = func(i int) int { return touchTraces(tr.batches[i]) }
 	return tr
 }
 
@@ -199,6 +201,44 @@ func buildSpanBatch(rng *rand.Rand, slotStart int64) ptrace.Traces {
 		}
 	}
 	return td
+}
+
+// touchTraces reads every span's name and attributes, as decoding the batch would have written them.
+func touchTraces(td ptrace.Traces) (n int) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		sss := rss.At(i).ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				sp := spans.At(k)
+				n += len(sp.Name()) + int(sp.EndTimestamp()&1)
+				for key, v := range sp.Attributes().All() {
+					n += int(key[0]) + len(v.Str())
+				}
+			}
+		}
+	}
+	return n
+}
+
+// coldBytes is BENCH_COLD_BYTES: when set, the serial loop writes a buffer of that many bytes (make
+// it larger than the last-level cache) and then reads the batch before every batch, with the timer
+// stopped, so that each batch meets the component's state cold and its own data warm, as in a
+// collector, where the receiver has just decoded the batch and much else has run since the last one.
+var coldBytes = envInt("BENCH_COLD_BYTES", 0)
+
+var evictBuf []byte
+
+// chill evicts the caches and warms batch i of r.
+func chill(r *ring, i int) int {
+	if len(evictBuf) != coldBytes {
+		evictBuf = make([]byte, coldBytes)
+	}
+	for k := 0; k < len(evictBuf); k += 64 {
+		evictBuf[k]++
+	}
+	return r.touch(i)
 }
 
 func shiftTraces(td ptrace.Traces, d pcommon.Timestamp) {
@@ -628,6 +668,11 @@ func runSerial(b *testing.B, h *harness, r *ring, feed func(ctx context.Context,
 		}
 		if i > 0 && i%slotsPerMinute == 0 {
 			h.tick()
+		}
+		if coldBytes > 0 && r.touch != nil {
+			b.StopTimer()
+			chill(r, j)
+			b.StartTimer()
 		}
 		if err := feed(ctx, j); err != nil {
 			b.Fatal(err)
