@@ -888,7 +888,6 @@ func newModelEngine(c *modelConfig, now int64) (*Engine, *clock.Fake) {
 	if err != nil {
 		panic(err)
 	}
-	e.prefetchMin = 0 // the model tests hold few series: prefetch always, so that it is exercised
 	return e, clk
 }
 
@@ -1533,7 +1532,6 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.prefetchMin = 0 // prefetch under concurrency too (read-only, under the shard lock)
 	const workers, batches = 4, 400
 	type aggWin struct {
 		agg   int
