@@ -103,14 +103,15 @@ func (h *Histogram) indexSlow(a uint64) int {
 	return logIndex(a, e, m, h.initScale) >> h.shift
 }
 
-// Touch reads, without changing anything, the counter that Insert(v) would increment, and returns it
-// (as a byte of it). It lets a caller that is about to insert into many histograms load their
-// counters first, all at once, so that the cache misses overlap instead of coming one per insert.
-func (h *Histogram) Touch(v float64) byte {
+// CounterAddr returns the address of the counter byte that Insert(v) would increment, or nil when
+// Insert would not increment a counter in place (NaN, ±Inf, zero, an index outside the window). It
+// lets a caller that is about to insert into many histograms load their counters first, all at once,
+// so that the cache misses overlap instead of coming one per insert. The byte must only be read.
+func (h *Histogram) CounterAddr(v float64) *byte {
 	bits := math.Float64bits(v)
 	a := bits &^ signMask
 	if a == 0 || bits&expMask == expMask {
-		return 0
+		return nil
 	}
 	b := &h.pos
 	if a != bits {
@@ -123,9 +124,9 @@ func (h *Histogram) Touch(v float64) byte {
 		idx = h.index(a)
 	}
 	if s := uint(idx-int(b.lo)) << b.wlog; s < uint(len(b.data)) {
-		return b.data[s]
+		return &b.data[s]
 	}
-	return 0
+	return nil
 }
 
 // Insert records v. It returns false, leaving h unchanged, for NaN and ±Inf.

@@ -116,9 +116,10 @@ type Batch struct {
 	spill  []int32 // staged indexes bound for the overflow series
 
 	// prefetch's scratch, and what it read (kept so that the reads are not optimized away)
-	seenSeries []*series
-	seenHist   []*sketch.Histogram
-	seen       uint64
+	seenSeries   []*series
+	seenHist     []*sketch.Histogram
+	seenCounters []*byte
+	seen         uint64
 }
 
 // A pooled Batch keeps its staging buffers up to these sizes (a few usual batches' worth).
@@ -308,18 +309,19 @@ func (b *Batch) prefetch(sh *shard, idx []int32) {
 	for _, i := range idx {
 		ses = append(ses, sh.table.slots[sh.table.pos(b.staged[i].hash)].se)
 	}
-	for _, se := range ses {
-		if se != nil && len(se.key) > 0 {
-			seen += uint64(se.key[0]) + uint64(len(se.panes))
-		}
-	}
+	// The series' key and newest pane are both addressed from the series: one level.
 	hs := b.seenHist[:0]
 	for _, se := range ses {
 		var h *sketch.Histogram
-		if se != nil && len(se.panes) > 0 {
-			p := &se.panes[len(se.panes)-1]
-			seen += p.total.count
-			h = p.hist
+		if se != nil {
+			if len(se.key) > 0 {
+				seen += uint64(se.key[0])
+			}
+			if n := len(se.panes); n > 0 {
+				p := &se.panes[n-1]
+				seen += p.total.count
+				h = p.hist
+			}
 		}
 		hs = append(hs, h)
 	}
@@ -328,11 +330,20 @@ func (b *Batch) prefetch(sh *shard, idx []int32) {
 			seen += uint64(h.Scale())
 		}
 	}
+	// The counters: their addresses first, then the loads in a loop so short that many are in flight.
+	cs := b.seenCounters[:0]
 	for k, h := range hs {
 		if h != nil {
-			seen += uint64(h.Touch(b.staged[idx[k]].v))
+			if c := h.CounterAddr(b.staged[idx[k]].v); c != nil {
+				cs = append(cs, c)
+			}
 		}
 	}
+	for _, c := range cs {
+		seen += uint64(*c)
+	}
+	clear(cs)
+	b.seenCounters = cs
 	clear(ses)
 	clear(hs)
 	b.seenSeries, b.seenHist, b.seen = ses, hs, b.seen+seen
