@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end CPU cost: the load generator sends the same spans over OTLP/gRPC to a benchmark build
 # holding both components, once with window_aggregator and once with span_metrics in the pipeline
-# (count, sum and an exponential histogram, grouped by service.name, span.name and
+# (count, sum and an exponential histogram in 15 s windows or flushes, grouped by service.name, span.name and
 # http.request.method), and reports the collector's CPU seconds per million spans and the ratio. A third
 # run with the receiver alone (baseline.yaml) gives what each component adds on top of it.
 # Usage: scripts/bench-e2e/run.sh [spans per run, default 1000000] [rate per second, default 50000]
@@ -17,7 +17,9 @@
 #    free of the receiver's noise but leaves out the background garbage collection that the
 #    component's allocations cause, which understates span_metrics (3 allocations per span) more than
 #    window_aggregator. Its precision is that of the sample count (100 per CPU second): the summary
-#    gives it.
+#    gives it. On a shared machine the sample counts themselves swing between runs (the receiver's
+#    decoding of the same spans got from 0.2 to 1.9 s of samples), so the summary also gives each
+#    component's samples per sample of the receiver's decoding, which that cancels.
 # The profiles are kept in _build/bench-<config>-<round>.pprof (go tool pprof -top <file>).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -59,22 +61,30 @@ measure() {
     window_aggregator.yaml) focus='^github\.com/windowaggregator/' ;;
     span_metrics.yaml) focus='spanmetricsconnector' ;;
   esac
-  if [ -n "$focus" ]; then
-    # "Showing nodes accounting for 0.24s, 22.22% of 1.08s total": the samples with a frame of the
-    # component, and their share of every sample.
-    line=$(go tool pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 -focus "$focus" "$prof_file" 2>/dev/null |
-      grep '^Showing nodes accounting for' || true)
-  fi
-  python3 - "$config" "$(( after - before ))" "$sent" "$line" <<'PY' | tee -a "$root/_build/bench-e2e.txt"
+  # "Showing nodes accounting for 0.24s, 22.22% of 1.08s total": the samples with a frame of the
+  # component (or of the receiver's decoding), and their share of every sample.
+  shown() {
+    go tool pprof -top -nodecount=100000 -nodefraction=0 -edgefraction=0 -focus "$1" "$prof_file" 2>/dev/null |
+      grep '^Showing nodes accounting for' || true
+  }
+  if [ -n "$focus" ]; then line=$(shown "$focus"); fi
+  decode=$(shown 'ExportTraceServiceRequest\)\.UnmarshalProto')
+  python3 - "$config" "$(( after - before ))" "$sent" "$line" "$decode" <<'PY' | tee -a "$root/_build/bench-e2e.txt"
 import os, re, sys
-config, ticks, sent, line = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+config, ticks, sent, line, decode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 t = ticks / os.sysconf('SC_CLK_TCK')
 out = f"{config}: {t:.2f} CPU s for {sent} spans = {t * 1e6 / sent:.3f} CPU s per million spans"
-m = re.search(r'accounting for ([0-9.]+)(ns|us|ms|s|mins|hrs), ([0-9.]+)% of', line)
-if m:
+def parse(l):
+    m = re.search(r'accounting for ([0-9.]+)(ns|us|ms|s|mins|hrs), ([0-9.]+)% of', l)
+    if not m:
+        return None
     secs = float(m.group(1)) * {'ns': 1e-9, 'us': 1e-6, 'ms': 1e-3, 's': 1, 'mins': 60, 'hrs': 3600}[m.group(2)]
-    share = float(m.group(3)) / 100
-    out += f"; component: {share:.2%} of samples ({secs * 100:.0f}) = {share * t * 1e6 / sent:.3f} CPU s per million spans"
+    return secs * 100, float(m.group(3)) / 100  # samples (100 per CPU second), share of all samples
+c, d = parse(line), parse(decode)
+if c:
+    out += f"; component: {c[1]:.2%} of samples ({c[0]:.0f}) = {c[1] * t * 1e6 / sent:.3f} CPU s per million spans"
+    if d and d[0] > 0:
+        out += f"; component/decoding: {c[0] / d[0]:.3f} ({d[0]:.0f} decoding samples)"
 elif config != 'baseline.yaml':
     out += "; component: no samples"
 print(out)
@@ -89,7 +99,7 @@ for round in $(seq 1 "$rounds"); do
 done
 python3 - "$root/_build/bench-e2e.txt" <<'PY'
 import re, statistics, sys
-runs, own, samples = {}, {}, {}
+runs, own, samples, perdec = {}, {}, {}, {}
 for l in open(sys.argv[1]):
     k = l.split(':')[0]
     runs.setdefault(k, []).append(float(re.search(r'= ([0-9.]+) CPU s per million spans', l).group(1)))
@@ -97,6 +107,9 @@ for l in open(sys.argv[1]):
     if m:
         samples[k] = samples.get(k, 0) + int(m.group(1))
         own.setdefault(k, []).append(float(m.group(2)))
+    m = re.search(r'component/decoding: ([0-9.]+)', l)
+    if m:
+        perdec.setdefault(k, []).append(float(m.group(1)))
 v = {k: statistics.median(x) for k, x in runs.items()}
 print(f"medians of {len(runs['baseline.yaml'])} round(s): " + ", ".join(f"{k} {x:.3f}" for k, x in v.items()))
 wa, sm, base = v['window_aggregator.yaml'], v['span_metrics.yaml'], v['baseline.yaml']
@@ -110,4 +123,13 @@ if 'window_aggregator.yaml' in own and 'span_metrics.yaml' in own:
           f"window_aggregator {o['window_aggregator.yaml']:.3f} ({rng['window_aggregator.yaml']}, {samples['window_aggregator.yaml']} samples), "
           f"span_metrics {o['span_metrics.yaml']:.3f} ({rng['span_metrics.yaml']}, {samples['span_metrics.yaml']} samples) "
           f"CPU s per million spans: {o['span_metrics.yaml'] / o['window_aggregator.yaml']:.2f}x")
+if 'window_aggregator.yaml' in perdec and 'span_metrics.yaml' in perdec:
+    # The receiver decodes the same spans in every run: the component's samples per decoding sample
+    # are free of how many samples a run got and of how fast the machine was during it.
+    p = {k: statistics.median(x) for k, x in perdec.items()}
+    rng = {k: f"{min(x):.3f}-{max(x):.3f}" for k, x in perdec.items()}
+    print("the same, per sample of the receiver's decoding: "
+          f"window_aggregator {p['window_aggregator.yaml']:.3f} ({rng['window_aggregator.yaml']}), "
+          f"span_metrics {p['span_metrics.yaml']:.3f} ({rng['span_metrics.yaml']}): "
+          f"{p['span_metrics.yaml'] / p['window_aggregator.yaml']:.2f}x")
 PY
