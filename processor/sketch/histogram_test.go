@@ -626,3 +626,89 @@ func TestCounterAddrIsTheCounterInsertIncrements(t *testing.T) {
 		t.Fatalf("after 305 inserts the low byte is %v, want %d", p, 305&0xff)
 	}
 }
+
+// TestCounterAddrAgreesWithTheByteInsertChanges compares CounterAddr(v) with the byte that Insert(v)
+// then changes (the counter's low byte, which every increment changes), found by comparing the
+// counters before and after, over scales at, below and above the index table's, histograms small
+// enough to downscale, values of both signs over many octaves, and counters widened to 16 and 32 bits.
+// Where CounterAddr says nil, Insert must not have changed a counter in place (it grew, moved,
+// downscaled or widened, or the value has no bucket).
+func TestCounterAddrAgreesWithTheByteInsertChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	checked, wasted := 0, 0
+	for _, scale := range []int32{-3, 0, 2, DefaultScale, 12} {
+		for _, maxBuckets := range []int{8, 160, DefaultMaxBuckets} {
+			h := New(scale, maxBuckets)
+			for i := range 8000 {
+				v := math.Exp(rng.NormFloat64()*6) * float64(1-2*(i%3/2)) // both signs, wide range
+				switch {
+				case i%500 == 0:
+					v = 0
+				case i < 3000 && i%2 == 0:
+					v = 1.5 // one bucket past 255 and 65535 counts: 16- and 32-bit counters
+				}
+				if i == 2000 {
+					for range 70000 {
+						h.Insert(1.5)
+					}
+				}
+				addr := h.CounterAddr(v)
+				before := [2][]byte{slices.Clone(h.pos.data), slices.Clone(h.neg.data)}
+				posData, negData := h.pos.data, h.neg.data
+				type shape struct {
+					lo, n int32
+					wlog  uint8
+					scale int32
+				}
+				shapeBefore := [3]shape{{h.pos.lo, h.pos.n, h.pos.wlog, 0}, {h.neg.lo, h.neg.n, h.neg.wlog, 0}, {scale: h.scale}}
+				h.Insert(v)
+				var changed *byte
+				moved := len(posData) != len(h.pos.data) || len(negData) != len(h.neg.data) ||
+					(len(posData) > 0 && &posData[0] != &h.pos.data[0]) || (len(negData) > 0 && &negData[0] != &h.neg.data[0])
+				// The same window, width and scale, and nothing moved: Insert took its fast path (or
+				// changed nothing), and then the one byte it changed is the one CounterAddr named.
+				samePlace := !moved && shapeBefore == [3]shape{{h.pos.lo, h.pos.n, h.pos.wlog, 0}, {h.neg.lo, h.neg.n, h.neg.wlog, 0}, {scale: h.scale}}
+				if samePlace {
+					// The first byte that changed is the counter's low byte (little-endian); a carry may
+					// change the counter's next bytes too, and nothing else may change.
+					for side, now := range [2][]byte{h.pos.data, h.neg.data} {
+						width := 1 << [2]uint8{h.pos.wlog, h.neg.wlog}[side]
+						first := -1
+						for k := range now {
+							if now[k] == before[side][k] {
+								continue
+							}
+							switch {
+							case changed == nil:
+								changed, first = &now[k], k
+							case first < 0 || k >= first+width:
+								t.Fatalf("scale %d, v %g: Insert changed bytes of more than one counter", scale, v)
+							}
+						}
+					}
+				}
+				switch {
+				case samePlace && addr != changed:
+					t.Fatalf("scale %d max %d, v %g (insert %d): CounterAddr %p, Insert changed %p",
+						scale, maxBuckets, v, i, addr, changed)
+				case !samePlace && addr != nil && (moved || h.scale != shapeBefore[2].scale):
+					// Insert had to grow, move or downscale, so the counter was not where CounterAddr
+					// said; a prefetch of it is only wasted. Allowed, but it must be rare.
+					wasted++
+				}
+				if addr != nil && samePlace {
+					checked++
+				}
+			}
+			if h.pos.wlog < 2 {
+				t.Fatalf("scale %d max %d: counters never reached 32 bits (wlog %d)", scale, maxBuckets, h.pos.wlog)
+			}
+			if maxBuckets == 8 && h.scale >= scale && scale > MinScale {
+				t.Fatalf("scale %d max 8: never downscaled", scale)
+			}
+		}
+	}
+	if checked < 40000 || wasted > checked/100 {
+		t.Fatalf("%d addresses compared, %d named a counter that Insert then moved", checked, wasted)
+	}
+}
