@@ -361,6 +361,32 @@ func TestOutputResourcesKeepTheirKeys(t *testing.T) {
 	}
 }
 
+// Two aggregations whose results carry the same resource attributes share one output resource.
+func TestAggregationsWithOneResourceShareIt(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{
+		{Name: "a", Signal: "spans", GroupBy: []string{"service.name"}},
+		{Name: "b", Signal: "spans", GroupBy: []string{"service.name", "span.name"}},
+	}
+	h := newConnectorHarness(t, cfg, false)
+	h.sendTraces(traces(spanSpec{service: "x", name: "s", end: 1}))
+	h.sendTraces(traces(spanSpec{service: "x", name: "s", end: 10}))
+	var resources []string
+	for _, md := range h.metrics.AllMetrics() {
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			resources = append(resources, attrString(md.ResourceMetrics().At(i).Resource().Attributes()))
+		}
+	}
+	if len(resources) != 1 || resources[0] != "service.name=x(Str)" {
+		t.Fatalf("resources %q, want one: service.name=x(Str)", resources)
+	}
+	if ps := points(h.metrics.AllMetrics()); len(find(ps, "a.count", "service.name=x(Str)")) != 1 ||
+		len(find(ps, "b.count", "service.name=x(Str),span.name=s(Str)")) != 1 {
+		t.Fatalf("points %v, want one a.count and one b.count", ps)
+	}
+}
+
 // A processor and a connector with one id share one state, so their settings must agree.
 func TestSameIDWithOtherSettingsIsRefused(t *testing.T) {
 	set := processortest.NewNopSettings(Type)

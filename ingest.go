@@ -74,7 +74,7 @@ func (s *shared) report(ctx context.Context, t *tally, action string) {
 	for i, n := range t.late {
 		if n > 0 {
 			tel.records.Add(ctx, n, attrOutcomeLate...)
-			tel.late.Add(ctx, n, lateAttrs(lateReasons[i], action))
+			tel.late.Add(ctx, n, lateOption(i, action)...)
 		}
 	}
 	if t.truncated > 0 {
@@ -82,7 +82,7 @@ func (s *shared) report(ctx context.Context, t *tally, action string) {
 	}
 	for reason := valueOK + 1; reason < numValueReasons; reason++ {
 		if n := t.values[reason]; n > 0 {
-			tel.valuesMissing.Add(ctx, n, reasonAttr(valueReasonNames[reason]))
+			tel.valuesMissing.Add(ctx, n, valueReasonOptions[reason]...)
 		}
 	}
 }
@@ -123,7 +123,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 		if a.buildKey(kb, r) {
 			run.tl.truncated++
 		}
-		b.Stage(a.index, kb.Key(), t, v, tag)
+		b.StageChecked(a.index, kb.Key(), t, v, tag) // checked above, once per record
 	}
 	run.sc.state = append(run.sc.state, st)
 }

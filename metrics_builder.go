@@ -22,14 +22,22 @@ type metricsBuilder struct {
 
 	md      pmetric.Metrics
 	points  int
-	scopes  map[string]*resourceOut // by the resource part of the series key
+	scopes  map[string]*resourceOut // by resource identity (see add)
 	resKey  serieskey.Builder
 	decoded []serieskey.Value
 	counts  []uint64
 }
 
-// resourceOut is one output resource: its scope and the metric of each output slot, made on first use.
+// resourceOut is one output resource and its scope, shared by the aggregations whose results have
+// the same resource attributes.
 type resourceOut struct {
+	sm    pmetric.ScopeMetrics
+	byAgg []*aggOut // by aggregation index, made on first use
+}
+
+// aggOut is one aggregation's metrics under one resource: the metric of each output slot, made on
+// first use.
+type aggOut struct {
 	sm      pmetric.ScopeMetrics
 	metrics []pmetric.Metric
 	made    []bool
@@ -70,20 +78,19 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	a := b.aggs[r.Agg]
 	b.decoded = b.decoded[:0]
 	b.resKey.Reset()
-	// The resource part of the key: the aggregation, then every group-by position, with its value
-	// when that came from the resource and absent otherwise, so that two aggregations (or two
-	// positions) with equal values but other keys get resources of their own.
-	b.resKey.Int(serieskey.Record, int64(r.Agg))
+	// The resource's identity: the name and value of every group-by position whose value came from
+	// the resource, so that results with equal resource attributes share a resource, and equal values
+	// under other names do not.
 	if !r.Overflow {
+		keys := a.groupBy
 		// Keys come from this component's own builder: a decoding error cannot happen short of memory
 		// corruption or a checkpoint from another build, whose results are then emitted without
 		// attributes rather than lost.
-		_ = serieskey.Decode(r.Key, func(_ int, v serieskey.Value) {
+		_ = serieskey.Decode(r.Key, func(i int, v serieskey.Value) {
 			b.decoded = append(b.decoded, v)
-			if v.Source == serieskey.Resource {
+			if v.Source == serieskey.Resource && i < len(keys) {
+				b.resKey.Str(serieskey.Record, keys[i].name)
 				appendKeyValue(&b.resKey, v)
-			} else {
-				b.resKey.Absent()
 			}
 		})
 	}
@@ -158,7 +165,7 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	}
 }
 
-func (b *metricsBuilder) gaugeOrSum(ro *resourceOut, slot int, output string, a *aggregation,
+func (b *metricsBuilder) gaugeOrSum(ro *aggOut, slot int, output string, a *aggregation,
 	start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) {
 	m := b.metric(ro, slot, output, a)
 	var dp pmetric.NumberDataPoint
@@ -217,28 +224,33 @@ func appendKeyValue(b *serieskey.Builder, v serieskey.Value) {
 
 // resource returns the output resource for the resource part of the series key just decoded (in
 // resKey), creating it with those values as attributes.
-func (b *metricsBuilder) resource(agg int) *resourceOut {
-	if ro, ok := b.scopes[string(b.resKey.Key())]; ok {
-		return ro
-	}
-	rm := b.md.ResourceMetrics().AppendEmpty()
-	keys := b.aggs[agg].groupBy
-	for i, v := range b.decoded {
-		if v.Source == serieskey.Resource && i < len(keys) {
-			putValue(rm.Resource().Attributes(), keys[i].name, v)
+func (b *metricsBuilder) resource(agg int) *aggOut {
+	ro, ok := b.scopes[string(b.resKey.Key())]
+	if !ok {
+		rm := b.md.ResourceMetrics().AppendEmpty()
+		keys := b.aggs[agg].groupBy
+		for i, v := range b.decoded {
+			if v.Source == serieskey.Resource && i < len(keys) {
+				putValue(rm.Resource().Attributes(), keys[i].name, v)
+			}
 		}
+		sm := rm.ScopeMetrics().AppendEmpty()
+		sm.Scope().SetName(scopeName)
+		sm.Scope().SetVersion(b.version)
+		ro = &resourceOut{sm: sm, byAgg: make([]*aggOut, len(b.aggs))}
+		b.scopes[string(b.resKey.Key())] = ro
 	}
-	sm := rm.ScopeMetrics().AppendEmpty()
-	sm.Scope().SetName(scopeName)
-	sm.Scope().SetVersion(b.version)
-	n := slotQuantiles + len(b.aggs[agg].quantiles)
-	ro := &resourceOut{sm: sm, metrics: make([]pmetric.Metric, n), made: make([]bool, n)}
-	b.scopes[string(b.resKey.Key())] = ro
-	return ro
+	ao := ro.byAgg[agg]
+	if ao == nil {
+		n := slotQuantiles + len(b.aggs[agg].quantiles)
+		ao = &aggOut{sm: ro.sm, metrics: make([]pmetric.Metric, n), made: make([]bool, n)}
+		ro.byAgg[agg] = ao
+	}
+	return ao
 }
 
 // metric returns the metric for one output (in slot) of one aggregation under one resource.
-func (b *metricsBuilder) metric(ro *resourceOut, slot int, output string, a *aggregation) pmetric.Metric {
+func (b *metricsBuilder) metric(ro *aggOut, slot int, output string, a *aggregation) pmetric.Metric {
 	if ro.made[slot] {
 		return ro.metrics[slot]
 	}

@@ -45,6 +45,35 @@ func lateAttrs(reason, action string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason), attribute.String("action", action)))
 }
 
+// The options of the counters that every batch may touch, built once (see outcomeOption): by late
+// reason and action, and by value reason.
+var (
+	lateActions = [...]string{"dropped", "routed", "passed"}
+	lateOptions = func() (o [numLate][len(lateActions)][]metric.AddOption) {
+		for i, reason := range lateReasons {
+			for j, action := range lateActions {
+				o[i][j] = []metric.AddOption{lateAttrs(reason, action)}
+			}
+		}
+		return o
+	}()
+	valueReasonOptions = func() (o [numValueReasons][]metric.AddOption) {
+		for i, reason := range valueReasonNames {
+			o[i] = []metric.AddOption{reasonAttr(reason)}
+		}
+		return o
+	}()
+)
+
+func lateOption(reason int, action string) []metric.AddOption {
+	for j, a := range lateActions {
+		if a == action {
+			return lateOptions[reason][j]
+		}
+	}
+	return []metric.AddOption{lateAttrs(lateReasons[reason], action)}
+}
+
 func reasonAttr(reason string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
 }

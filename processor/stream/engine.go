@@ -213,12 +213,18 @@ func (b *Batch) Stage(agg int, key []byte, t int64, v float64, tag int32) Verdic
 		b.verdicts[vd]++
 		return vd
 	}
+	b.StageChecked(agg, key, t, v, tag)
+	return OnTime
+}
+
+// StageChecked is Stage for a time t that Check has found OnTime in this batch: it skips the check,
+// which a caller that stages one record for several aggregations has made once already.
+func (b *Batch) StageChecked(agg int, key []byte, t int64, v float64, tag int32) {
 	b.staged = append(b.staged, staged{
 		hash: b.e.hash(agg, key), t: t, p: b.paneStart(t), v: v,
 		keyOff: uint32(len(b.keys)), keyLen: uint32(len(key)), agg: int32(agg), tag: tag,
 	})
 	b.keys = append(b.keys, key...)
-	return OnTime
 }
 
 // Apply adds every record staged since the last Apply, shard by shard, and calls late with the tag
