@@ -176,3 +176,16 @@ func TestSpanKindOutsideTheEnum(t *testing.T) {
 	h.sendTraces(td)
 	wantCounter(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": "unmatched"}, 2)
 }
+
+// A span kind or status code outside the enum, grouped by, gives an empty value, not a panic.
+func TestKindAndStatusOutsideTheEnumAsKeys(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"span.kind", "status.code"}}}
+	h := newConnectorHarness(t, cfg, false)
+	td := traces(spanSpec{service: "a", name: "x", end: 1, kind: ptrace.SpanKind(1 << 20)})
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Status().SetCode(ptrace.StatusCode(99))
+	h.sendTraces(td)
+	h.shutdown() // fires the open window
+	wantPoint(t, points(h.metrics.AllMetrics()), "n.count", "span.kind=(Str),status.code=(Str)", 0, 10, 1)
+}

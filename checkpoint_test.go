@@ -132,22 +132,37 @@ func TestCorruptOrUnreadableCheckpointStartsClean(t *testing.T) {
 	}
 }
 
+// A checkpoint restores only into aggregations that keep the same state: another name or group_by
+// is refused; histogram_max_size, which only shapes the output, is not.
 func TestCheckpointFromOtherAggregationsIsNotRestored(t *testing.T) {
-	useFakeClock(t)
-	st := &memStorage{data: map[string][]byte{}}
-	runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
-	// Same storage, another configuration.
-	cfg := latencyConfig()
-	cfg.Aggregations[0].Name = "other"
-	cfg.Storage = &storageID
-	tel := componenttest.NewTelemetry()
-	set := connectortest.NewNopSettings(Type)
-	set.TelemetrySettings = tel.NewTelemetrySettings()
-	c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, consumertest.NewNop())
-	must(t, err)
-	must(t, c.Start(context.Background(), hostWith{storageID: st}))
-	must(t, c.Shutdown(context.Background()))
-	wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restore_failed"}, 1)
+	for _, c := range []struct {
+		name   string
+		change func(*AggregationConfig)
+		want   string
+	}{
+		{"name", func(a *AggregationConfig) { a.Name = "other" }, "restore_failed"},
+		{"group_by", func(a *AggregationConfig) { a.GroupBy = []string{"span.name"} }, "restore_failed"},
+		{"histogram_max_size", func(a *AggregationConfig) { a.HistogramMaxSize = 20 }, "restored"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			useFakeClock(t)
+			st := &memStorage{data: map[string][]byte{}}
+			runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
+			// Same storage, another configuration.
+			cfg := latencyConfig()
+			c.change(&cfg.Aggregations[0])
+			cfg.Storage = &storageID
+			must(t, cfg.Validate())
+			tel := componenttest.NewTelemetry()
+			set := connectortest.NewNopSettings(Type)
+			set.TelemetrySettings = tel.NewTelemetrySettings()
+			conn, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, consumertest.NewNop())
+			must(t, err)
+			must(t, conn.Start(context.Background(), hostWith{storageID: st}))
+			must(t, conn.Shutdown(context.Background()))
+			wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": c.want}, 1)
+		})
+	}
 }
 
 func TestSaveFailureIsCountedAndMissingExtensionFailsStart(t *testing.T) {

@@ -17,7 +17,11 @@ func loadConfig(t *testing.T, name string) *Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := cm.Sub(component.NewIDWithName(Type, name).String())
+	id := component.NewIDWithName(Type, name).String()
+	if !cm.IsSet(id) { // Sub would give an empty map, and the test the defaults
+		t.Fatalf("testdata/config.yaml has no %s", id)
+	}
+	sub, err := cm.Sub(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package serieskey
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +62,23 @@ func TestDistinctValuesGiveDistinctKeys(t *testing.T) {
 	add("ab,c", func(b *Builder) { b.Str(Record, "ab"); b.Str(Record, "c") })
 	add("a,bc", func(b *Builder) { b.Str(Record, "a"); b.Str(Record, "bc") })
 	add("empty", func(b *Builder) {})
+}
+
+// Strings shorter than 128 bytes take a one-byte length; the lengths around that edge round-trip.
+func TestStrLengthsAroundTheOneByteLength(t *testing.T) {
+	for _, n := range []int{0, 1, 127, 128, 255, 300, 70000} {
+		var b Builder
+		v := strings.Repeat("x", n)
+		b.Str(Scope, v)
+		b.Int(Record, 7) // an entry after it, read from where the string ends
+		var got []Value
+		if err := Decode(string(b.Key()), func(_ int, x Value) { got = append(got, x) }); err != nil {
+			t.Fatalf("length %d: %v", n, err)
+		}
+		if len(got) != 2 || got[0] != (Value{Kind: Str, Source: Scope, Str: v}) || got[1] != (Value{Kind: Int, Int: 7}) {
+			t.Fatalf("length %d: decoded %v", n, len(got))
+		}
+	}
 }
 
 func TestBuilderReuseDoesNotAllocate(t *testing.T) {
