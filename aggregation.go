@@ -77,6 +77,18 @@ func (r *recordView) setScope(scope, resource pcommon.Map) {
 	r.outer = r.outer[:0]
 }
 
+// setSpan points the view at span sp. The kind and the status are read only when asked for: the
+// status lies in another cache line of the span (see shared.readKind).
+func (r *recordView) setSpan(sp ptrace.Span, kind, status bool) {
+	r.attrs, r.spanName = sp.Attributes(), sp.Name()
+	if kind {
+		r.spanKind = sp.Kind()
+	}
+	if status {
+		r.status = sp.Status().Code()
+	}
+}
+
 // field returns a special key's value.
 func (r *recordView) field(f int) string {
 	switch f {
@@ -263,6 +275,11 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 		}
 	}
 	return c, nil
+}
+
+// readsSpanFields says whether the aggregation reads a span's kind and its status code.
+func (c *aggregation) readsSpanFields() (kind, status bool) {
+	return c.spanKinds != 0 || c.reads(fieldSpanKind), c.reads(fieldStatusCode)
 }
 
 // reads says whether the aggregation reads the special key f: to group by, to select, or as its value.

@@ -183,6 +183,7 @@ func TestSaveFailureIsCountedAndMissingExtensionFailsStart(t *testing.T) {
 	}
 }
 
+// Results that could not be delivered before a clean shutdown are checkpointed and delivered after
 // the restart; restoring them neither hangs Start nor loses them.
 func TestUndeliveredResultsSurviveRestartWithStorage(t *testing.T) {
 	useFakeClock(t)

@@ -331,10 +331,7 @@ func lookup(t *testing.T) *shared {
 	return nil
 }
 
-// Results that could not be delivered before a clean shutdown are checkpointed and delivered after
-
 // Two aggregations whose group-by values come from the resource with equal values but other keys get
-
 // resources of their own, with their own keys.
 func TestOutputResourcesKeepTheirKeys(t *testing.T) {
 	useFakeClock(t)

@@ -182,14 +182,7 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
-				r.attrs = sp.Attributes()
-				r.spanName = sp.Name()
-				if s.readKind {
-					r.spanKind = sp.Kind()
-				}
-				if s.readStatus {
-					r.status = sp.Status().Code()
-				}
+				r.setSpan(sp, s.readKind, s.readStatus)
 				start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
 				run.stage(s.spanAggs, timeOf(end), start, end)
 			}

@@ -99,8 +99,8 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config) (*
 			s.logAggs = append(s.logAggs, a)
 		} else {
 			s.spanAggs = append(s.spanAggs, a)
-			s.readKind = s.readKind || a.spanKinds != 0 || a.reads(fieldSpanKind)
-			s.readStatus = s.readStatus || a.reads(fieldStatusCode)
+			kind, status := a.readsSpanFields()
+			s.readKind, s.readStatus = s.readKind || kind, s.readStatus || status
 		}
 		ecfg.Aggregations = append(ecfg.Aggregations, a.engineAggregation(cfg.MaxSeries))
 	}

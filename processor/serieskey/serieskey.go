@@ -53,13 +53,12 @@ func (b *Builder) Absent() { b.tag(Absent, Record) }
 
 // Str appends a string value.
 func (b *Builder) Str(s Source, v string) {
-	if len(v) < 0x80 { // the common case: a one-byte length
-		b.buf = append(b.buf, byte(Str)|byte(s)<<4, byte(len(v)))
-		b.buf = append(b.buf, v...)
-		return
-	}
 	b.tag(Str, s)
-	b.buf = binary.AppendUvarint(b.buf, uint64(len(v)))
+	if len(v) < 0x80 { // the common case: a one-byte length
+		b.buf = append(b.buf, byte(len(v)))
+	} else {
+		b.buf = binary.AppendUvarint(b.buf, uint64(len(v)))
+	}
 	b.buf = append(b.buf, v...)
 }
 

@@ -39,12 +39,12 @@ func (b *buckets) note(i int) {
 
 // tighten shrinks the bound to the counters in use, after counters decreased.
 func (b *buckets) tighten() {
-	f, l, ok := b.usedRange()
+	lo, hi, ok := b.indexRange()
 	if !ok {
 		b.hlo, b.hhi = 1, 0
 		return
 	}
-	b.hlo, b.hhi = int32(f)+b.lo, int32(l)+b.lo
+	b.hlo, b.hhi = int32(lo), int32(hi)
 }
 
 // maxCount is the largest counter value for each width.

@@ -15,7 +15,7 @@ func (h *Histogram) ScaleFor(maxBuckets int) int32 {
 		if !ok {
 			continue
 		}
-		for h.scale-k > MinScale && (hi>>k)-(lo>>k)+1 > maxBuckets {
+		for h.scale-k > MinScale && spanAt(lo, hi, uint(k)) > maxBuckets {
 			k++
 		}
 	}

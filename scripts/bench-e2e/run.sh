@@ -36,12 +36,14 @@ seconds=$(( (spans + rate - 1) / rate ))
 duration=${seconds}s
 profile_seconds=$(( seconds > 6 ? seconds - 4 : 2 ))
 
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 measure() {
   local config=$1 round=$2 port pport
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
+  pport=$(free_port)
   BENCH_PORT=$port "$bin" --config "$config" --set "extensions::pprof::endpoint=127.0.0.1:$pport" \
     --set "service::extensions=[pprof]" >"$root/_build/bench-$config.log" 2>&1 &
   local pid=$!
@@ -116,20 +118,18 @@ wa, sm, base = v['window_aggregator.yaml'], v['span_metrics.yaml'], v['baseline.
 print(f"span_metrics / window_aggregator CPU per span: {sm / wa:.2f}x")
 print(f"above the receiver alone: window_aggregator {wa - base:.3f}, span_metrics {sm - base:.3f} CPU s per million spans"
       + (f" ({(sm - base) / (wa - base):.2f}x)" if wa > base else ""))
-if 'window_aggregator.yaml' in own and 'span_metrics.yaml' in own:
-    o = {k: statistics.median(x) for k, x in own.items()}
-    rng = {k: f"{min(x):.3f}-{max(x):.3f}" for k, x in own.items()}
-    print("in the components' own frames (profiles; background GC left out): "
-          f"window_aggregator {o['window_aggregator.yaml']:.3f} ({rng['window_aggregator.yaml']}, {samples['window_aggregator.yaml']} samples), "
-          f"span_metrics {o['span_metrics.yaml']:.3f} ({rng['span_metrics.yaml']}, {samples['span_metrics.yaml']} samples) "
-          f"CPU s per million spans: {o['span_metrics.yaml'] / o['window_aggregator.yaml']:.2f}x")
-if 'window_aggregator.yaml' in perdec and 'span_metrics.yaml' in perdec:
-    # The receiver decodes the same spans in every run: the component's samples per decoding sample
-    # are free of how many samples a run got and of how fast the machine was during it.
-    p = {k: statistics.median(x) for k, x in perdec.items()}
-    rng = {k: f"{min(x):.3f}-{max(x):.3f}" for k, x in perdec.items()}
-    print("the same, per sample of the receiver's decoding: "
-          f"window_aggregator {p['window_aggregator.yaml']:.3f} ({rng['window_aggregator.yaml']}), "
-          f"span_metrics {p['span_metrics.yaml']:.3f} ({rng['span_metrics.yaml']}): "
-          f"{p['span_metrics.yaml'] / p['window_aggregator.yaml']:.2f}x")
+def compare(title, per_run, unit, counts=None):
+    """Prints both components' medians over the rounds, their ranges and the ratio."""
+    if not ('window_aggregator.yaml' in per_run and 'span_metrics.yaml' in per_run):
+        return
+    def side(k):
+        x = per_run[k]
+        extra = f", {counts[k]} samples" if counts else ""
+        return f"{k.removesuffix('.yaml')} {statistics.median(x):.3f} ({min(x):.3f}-{max(x):.3f}{extra})"
+    wa, sm = (statistics.median(per_run[k]) for k in ('window_aggregator.yaml', 'span_metrics.yaml'))
+    print(f"{title}: {side('window_aggregator.yaml')}, {side('span_metrics.yaml')}{unit}: {sm / wa:.2f}x")
+compare("in the components' own frames (profiles; background GC left out)", own, " CPU s per million spans", samples)
+# The receiver decodes the same spans in every run: the component's samples per decoding sample are
+# meant to cancel how many samples a run got and how fast the machine was during it.
+compare("the same, per sample of the receiver's decoding", perdec, "")
 PY
