@@ -75,7 +75,13 @@ func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v f
 	if ok {
 		return vd, false
 	}
-	if s.active[agg].Add(1) > int64(s.aggs[agg].MaxSeries) {
+	// Full: a load, which every core can share, before the add, which each core would have to take
+	// the counter's cache line for (a cardinality flood sends every record here).
+	limit := int64(s.aggs[agg].MaxSeries)
+	if s.active[agg].Load() >= limit {
+		return vd, true
+	}
+	if s.active[agg].Add(1) > limit {
 		s.active[agg].Add(-1)
 		return vd, true
 	}
