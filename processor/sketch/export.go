@@ -1,5 +1,10 @@
 package sketch
 
+import (
+	"encoding/binary"
+	"slices"
+)
+
 // Exporting a histogram with at most a given number of buckets per sign, at the finest scale that
 // allows it: what an OpenTelemetry SDK does with its max_size (160 by default), so that a consumer
 // gets a histogram of the size it expects while the sketch itself keeps its finer scale for
@@ -44,18 +49,62 @@ func appendCountsAt(dst []uint64, b *buckets, k int32) (int32, []uint64) {
 	if k <= 0 {
 		return int32(f) + b.lo, appendCounts(dst, b)
 	}
-	first := (int(b.lo) + f) >> k
+	lo := int(b.lo)
+	first, last := (lo+f)>>k, (lo+l)>>k
 	n := len(dst)
+	dst = slices.Grow(dst, last-first+1)[:n+last-first+1]
+	out := dst[n:]
+	clear(out)
+	if b.wlog == 0 {
+		sumBytesAt(out, b.data[f:l+1], lo+f, uint(k), first)
+		return int32(first), dst
+	}
 	for s := f; s <= l; s++ {
-		c := b.get(s)
-		if c == 0 {
-			continue
+		if c := b.get(s); c != 0 {
+			out[(lo+s)>>k-first] += c
 		}
-		j := n + ((int(b.lo)+s)>>k - first)
-		for len(dst) <= j {
-			dst = append(dst, 0)
-		}
-		dst[j] += c
 	}
 	return int32(first), dst
+}
+
+// Lane masks for summing the bytes of a word in parallel.
+const (
+	evenBytes = 0x00ff00ff00ff00ff
+	evenPairs = 0x0000ffff0000ffff
+)
+
+// sumBytesAt adds byte counters d, the first at bucket index base, into out[i>>k - first]. Eight
+// counters whose indices start at a multiple of 8 are read as one word: a zero word (most of a sparse
+// sketch) costs one test, and the bytes of a word are summed in parallel (pairs for k = 1, fours for
+// k = 2, all eight for k >= 3: a merged group never straddles an aligned word at those k).
+func sumBytesAt(out []uint64, d []byte, base int, k uint, first int) {
+	i := 0
+	for ; i < len(d) && (base+i)&7 != 0; i++ { // up to the first aligned word
+		out[(base+i)>>k-first] += uint64(d[i])
+	}
+	for ; i+8 <= len(d); i += 8 {
+		w := binary.LittleEndian.Uint64(d[i:])
+		if w == 0 {
+			continue
+		}
+		j := (base+i)>>k - first
+		pairs := w&evenBytes + (w>>8)&evenBytes // four 16-bit sums of two counters
+		switch k {
+		case 1:
+			out[j] += pairs & 0xffff
+			out[j+1] += (pairs >> 16) & 0xffff
+			out[j+2] += (pairs >> 32) & 0xffff
+			out[j+3] += pairs >> 48
+		case 2:
+			fours := pairs&evenPairs + (pairs>>16)&evenPairs // two 32-bit sums of four counters
+			out[j] += fours & 0xffffffff
+			out[j+1] += fours >> 32
+		default:
+			fours := pairs&evenPairs + (pairs>>16)&evenPairs
+			out[j] += fours&0xffffffff + fours>>32
+		}
+	}
+	for ; i < len(d); i++ {
+		out[(base+i)>>k-first] += uint64(d[i])
+	}
 }
