@@ -106,3 +106,21 @@ func BenchmarkUnmarshalBinary(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSlide is a sliding window's step at 1000 spans/s of event time for one series: a pane of
+// 19 values (15 s) merged into a window of 75, and the pane that leaves subtracted out; then the
+// window's export at histogram_max_size 160. Pane sketches this sparse are mostly zero counters.
+func BenchmarkSlide(b *testing.B) {
+	win := fill(New(DefaultScale, DefaultMaxBuckets), latency(rand.New(rand.NewPCG(11, 12)), 75, 1))
+	pane := fill(New(DefaultScale, DefaultMaxBuckets), latency(rand.New(rand.NewPCG(13, 14)), 19, 1))
+	var counts []uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		win.Merge(pane)
+		_, counts = win.AppendPositiveCountsAt(counts[:0], win.ScaleFor(160))
+		if !win.Subtract(pane) {
+			b.Fatal("subtract refused")
+		}
+	}
+}

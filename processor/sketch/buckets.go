@@ -380,3 +380,25 @@ func (b *buckets) addRunFast(s int, src []uint64) int {
 	}
 	return len(src)
 }
+
+// Byte counters eight at a time: a word holds eight counters, one per byte lane, and the lanes are
+// added or subtracted at once without carries or borrows crossing between them.
+
+const laneTops = 0x8080808080808080 // the top bit of every byte lane
+
+// addLanes adds the byte counters of b to those of a; ok is false if some lane overflows (the sum is
+// then wrong in that lane).
+func addLanes(a, b uint64) (sum uint64, ok bool) {
+	sum = (a &^ laneTops) + (b &^ laneTops) // seven bits per lane: carries stop at the top bit
+	sum ^= (a ^ b) & laneTops
+	carry := a&b | (a|b)&^sum // a lane's carry out of its top bit
+	return sum, carry&laneTops == 0
+}
+
+// subLanes subtracts the byte counters of b from those of a; ok is false if some lane of b is
+// greater than a's (the difference is then wrong in that lane).
+func subLanes(a, b uint64) (diff uint64, ok bool) {
+	diff = ((a | laneTops) - (b &^ laneTops)) ^ ((a ^ ^b) & laneTops) // no lane borrows from the next
+	borrow := ^a&b | ^(a^b)&diff                                      // a lane's borrow out of its top bit
+	return diff, borrow&laneTops == 0
+}

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -114,6 +115,48 @@ func TestUsedRangeBoundHoldsThroughEveryOperation(t *testing.T) {
 						seed, step, f, l, ok, wf, wl, wok, b.hlo, b.hhi, b.lo, b.n)
 				}
 			}
+		}
+	}
+}
+
+// The lane arithmetic against byte-by-byte sums and differences, over words made of the bytes where
+// carries and borrows start (0, 1, 0x7f, 0x80, 0x81, 0xfe, 0xff) and random ones.
+func TestLanesMatchBytes(t *testing.T) {
+	edges := []byte{0, 1, 0x7f, 0x80, 0x81, 0xfe, 0xff}
+	rng := rand.New(rand.NewPCG(3, 3))
+	word := func() (uint64, [8]byte) {
+		var b [8]byte
+		for i := range b {
+			if rng.IntN(2) == 0 {
+				b[i] = edges[rng.IntN(len(edges))]
+			} else {
+				b[i] = byte(rng.Uint32())
+			}
+		}
+		return binary.LittleEndian.Uint64(b[:]), b
+	}
+	for range 200000 {
+		a, ab := word()
+		b, bb := word()
+		sum, addOK := addLanes(a, b)
+		diff, subOK := subLanes(a, b)
+		wantAdd, wantSub := true, true
+		for i := range 8 {
+			s, d := int(ab[i])+int(bb[i]), int(ab[i])-int(bb[i])
+			lane := func(w uint64) int { return int(w >> (8 * i) & 0xff) }
+			if s > 0xff {
+				wantAdd = false
+			} else if lane(sum) != s {
+				t.Fatalf("%#x + %#x: lane %d is %#x, want %#x", a, b, i, lane(sum), s)
+			}
+			if d < 0 {
+				wantSub = false
+			} else if lane(diff) != d {
+				t.Fatalf("%#x - %#x: lane %d is %#x, want %#x", a, b, i, lane(diff), d)
+			}
+		}
+		if addOK != wantAdd || subOK != wantSub {
+			t.Fatalf("%#x, %#x: add ok %v (want %v), subtract ok %v (want %v)", a, b, addOK, wantAdd, subOK, wantSub)
 		}
 	}
 }

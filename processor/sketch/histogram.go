@@ -319,20 +319,17 @@ func mergeSide(h, o *buckets, d uint, maxSlots int) {
 	if d == 0 && h.wlog == 0 && o.wlog == 0 {
 		// Common case: byte counters at the same scale.
 		src := o.data[of : ol+1]
-		dst := h.data[of+olo-hlo:]
+		base := of + olo - hlo
+		dst := h.data[base:]
 		dst = dst[:len(src)]
-		for i, c := range src {
-			s := uint(dst[i]) + uint(c)
-			if s > 0xff {
-				// Overflow: finish with the general loop.
-				for j := i; j < len(src); j++ {
-					if src[j] != 0 {
-						h.add(of+j+olo-hlo, uint64(src[j]))
-					}
+		if i := addBytes(dst, src); i < len(src) {
+			// Overflow at counter i: h.add widens the counters (and replaces h.data); the rest go
+			// through it.
+			for ; i < len(src); i++ {
+				if src[i] != 0 {
+					h.add(base+i, uint64(src[i]))
 				}
-				return
 			}
-			dst[i] = byte(s)
 		}
 		return
 	}
@@ -352,6 +349,32 @@ func mergeSide(h, o *buckets, d uint, maxSlots int) {
 		}
 		h.add((s+olo)>>d-hlo, c)
 	}
+}
+
+// addBytes adds byte counters src to dst, eight at a time, up to the first that would overflow, and
+// returns its index (len(src) when none would). Counters from that index are left as they were.
+func addBytes(dst, src []byte) int {
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	for i := 0; i < n; i += 8 {
+		o := binary.LittleEndian.Uint64(src[i:])
+		if o == 0 {
+			continue
+		}
+		s, ok := addLanes(binary.LittleEndian.Uint64(dst[i:]), o)
+		if !ok {
+			return i
+		}
+		binary.LittleEndian.PutUint64(dst[i:], s)
+	}
+	for i := n; i < len(src); i++ {
+		s := uint(dst[i]) + uint(src[i])
+		if s > 0xff {
+			return i
+		}
+		dst[i] = byte(s)
+	}
+	return len(src)
 }
 
 // Clone returns a deep copy of h.

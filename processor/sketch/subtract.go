@@ -1,5 +1,7 @@
 package sketch
 
+import "encoding/binary"
+
 // Subtract removes o's values from h, for an h that holds them: a merge that included o, plus values
 // inserted into both since. Bucket counts, the zero count, count and sum are subtracted exactly; min
 // and max cannot be, and keep their old values (SetSummary corrects them). It reports false and leaves
@@ -60,14 +62,10 @@ func subtractSide(h, o *buckets, d uint) bool {
 		src := o.data[of : ol+1]
 		dst := h.data[of+olo-hlo:]
 		dst = dst[:len(src)]
-		for i, c := range src {
-			if dst[i] < c {
-				return false
-			}
+		if !subtractBytes(dst, src, false) {
+			return false
 		}
-		for i, c := range src {
-			dst[i] -= c
-		}
+		subtractBytes(dst, src, true)
 		return true
 	}
 	for s := of; s <= ol; s++ {
@@ -102,4 +100,33 @@ func addBack(h, o *buckets, d uint, end int) {
 			h.set(t, h.get(t)+c)
 		}
 	}
+}
+
+// subtractBytes subtracts byte counters src from dst, eight at a time, when store is set; either way
+// it reports whether every counter of dst is at least src's.
+func subtractBytes(dst, src []byte, store bool) bool {
+	dst = dst[:len(src)]
+	n := len(src) &^ 7
+	for i := 0; i < n; i += 8 {
+		o := binary.LittleEndian.Uint64(src[i:])
+		if o == 0 {
+			continue
+		}
+		d, ok := subLanes(binary.LittleEndian.Uint64(dst[i:]), o)
+		if !ok {
+			return false
+		}
+		if store {
+			binary.LittleEndian.PutUint64(dst[i:], d)
+		}
+	}
+	for i := n; i < len(src); i++ {
+		if dst[i] < src[i] {
+			return false
+		}
+		if store {
+			dst[i] -= src[i]
+		}
+	}
+	return true
 }
