@@ -107,9 +107,10 @@ func BenchmarkUnmarshalBinary(b *testing.B) {
 	}
 }
 
-// BenchmarkSlide is a sliding window's step at 1000 spans/s of event time for one series: a pane of
-// 19 values (15 s) merged into a window of 75, and the pane that leaves subtracted out; then the
-// window's export at histogram_max_size 160. Pane sketches this sparse are mostly zero counters.
+// BenchmarkSlide is about a sliding window's step at 1000 spans/s of event time for one series: a
+// pane of 19 values (15 s) merged into a window of 75, the window exported at histogram_max_size 160,
+// and a pane of 19 subtracted (the same one, so that the window stays as it was). Pane sketches this
+// sparse are mostly zero counters.
 func BenchmarkSlide(b *testing.B) {
 	win := fill(New(DefaultScale, DefaultMaxBuckets), latency(rand.New(rand.NewPCG(11, 12)), 75, 1))
 	pane := fill(New(DefaultScale, DefaultMaxBuckets), latency(rand.New(rand.NewPCG(13, 14)), 19, 1))

@@ -75,8 +75,8 @@ const (
 
 // sumBytesAt adds byte counters d, the first at bucket index base, into out[i>>k - first]. Eight
 // counters whose indices start at a multiple of 8 are read as one word: a zero word (most of a sparse
-// sketch) costs one test, and the bytes of a word are summed in parallel (pairs for k = 1, fours for
-// k = 2, all eight for k >= 3: a merged group never straddles an aligned word at those k).
+// sketch) costs one test, and the bytes of a word are summed in parallel: pairs for k = 1, fours for
+// k = 2, all eight for k >= 3, where the whole word lies in one merged bucket.
 func sumBytesAt(out []uint64, d []byte, base int, k uint, first int) {
 	i := 0
 	for ; i < len(d) && (base+i)&7 != 0; i++ { // up to the first aligned word

@@ -323,8 +323,8 @@ func mergeSide(h, o *buckets, d uint, maxSlots int) {
 		dst := h.data[base:]
 		dst = dst[:len(src)]
 		if i := addBytes(dst, src); i < len(src) {
-			// Overflow at counter i: h.add widens the counters (and replaces h.data); the rest go
-			// through it.
+			// A counter from i would overflow: h.add widens the counters (which may move h.data); the
+			// rest go through it.
 			for ; i < len(src); i++ {
 				if src[i] != 0 {
 					h.add(base+i, uint64(src[i]))
@@ -351,8 +351,10 @@ func mergeSide(h, o *buckets, d uint, maxSlots int) {
 	}
 }
 
-// addBytes adds byte counters src to dst, eight at a time, up to the first that would overflow, and
-// returns its index (len(src) when none would). Counters from that index are left as they were.
+// addBytes adds byte counters src to dst, eight at a time, and stops where one would overflow. It
+// returns where it stopped: the first of the eight counters read as one word that holds it, or that
+// counter itself in the last, partial word; len(src) when none would overflow. Counters from there on
+// are left as they were.
 func addBytes(dst, src []byte) int {
 	dst = dst[:len(src)]
 	n := len(src) &^ 7

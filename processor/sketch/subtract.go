@@ -102,8 +102,9 @@ func addBack(h, o *buckets, d uint, end int) {
 	}
 }
 
-// subtractBytes subtracts byte counters src from dst, eight at a time, when store is set; either way
-// it reports whether every counter of dst is at least src's.
+// subtractBytes reports whether every counter of dst is at least src's, eight byte counters at a time.
+// With store set it also subtracts them, and on a shortfall leaves dst partly subtracted: a caller that
+// must leave dst unchanged checks first without store.
 func subtractBytes(dst, src []byte, store bool) bool {
 	dst = dst[:len(src)]
 	n := len(src) &^ 7

@@ -93,6 +93,21 @@ func TestSubtractRefusesWhatIsNotThereAndChangesNothing(t *testing.T) {
 	if !h.Equal(before) {
 		t.Fatal("a refused Subtract changed h")
 	}
+	// Values of o where h's counters are zero, a whole word of them: h holds buckets 0 and 20, o
+	// buckets 2 and 9 (the second in a word of h that is all zero).
+	h, o = New(DefaultScale, DefaultMaxBuckets), New(DefaultScale, DefaultMaxBuckets)
+	for _, idx := range []int{0, 0, 0, 0, 0, 20, 20, 20, 20, 20} {
+		h.Insert(math.Exp2((float64(idx) + 0.5) / 64))
+	}
+	o.Insert(math.Exp2(2.5 / 64))
+	o.Insert(math.Exp2(9.5 / 64))
+	before = h.Clone()
+	if h.Subtract(o) {
+		t.Fatal("subtracted values from buckets that h has empty")
+	}
+	if !h.Equal(before) {
+		t.Fatal("a refused Subtract changed h")
+	}
 	coarse := New(DefaultScale-1, DefaultMaxBuckets)
 	coarse.Insert(1)
 	if h.Subtract(coarse) {
