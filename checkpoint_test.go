@@ -214,3 +214,46 @@ func TestUndeliveredResultsSurviveRestartWithStorage(t *testing.T) {
 	run(up) // the queued [0,10) goes out on the first flush after the restart, here at shutdown
 	wantPoint(t, points(up.sink.AllMetrics()), "lat.count", attrsAX, 0, 10, 1)
 }
+
+// A batch queued for a metrics output that has shut down, while another output of the same component
+// still runs, stays queued when there is storage: the other output's flushes retry the queue and keep
+// it (send's stopped-sink branch), the last shutdown checkpoints it, and the next start delivers it.
+func TestQueuedResultsOfAStoppedOutputOutliveTheOtherOutputsFlushes(t *testing.T) {
+	useFakeClock(t)
+	ctx := context.Background()
+	st := &memStorage{data: map[string][]byte{}}
+	cfg := latencyConfig()
+	cfg.Aggregations = append(cfg.Aggregations, AggregationConfig{
+		Name: "logn", Signal: "logs", GroupBy: []string{"service.name"}, Outputs: []string{"count"},
+	})
+	cfg.Storage = &storageID
+	f := NewConnectorFactory()
+	set := connectortest.NewNopSettings(Type)
+	tracesOut := &flakyMetrics{err: errors.New("backend down")}
+	logsOut := &flakyMetrics{}
+	tc, err := f.CreateTracesToMetrics(ctx, set, cfg, tracesOut)
+	must(t, err)
+	lc, err := f.CreateLogsToMetrics(ctx, set, cfg, logsOut)
+	must(t, err)
+	must(t, tc.Start(ctx, hostWith{storageID: st}))
+	must(t, lc.Start(ctx, hostWith{storageID: st}))
+	must(t, tc.ConsumeTraces(ctx, traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10})))
+	must(t, tc.ConsumeTraces(ctx, traces(spanSpec{service: "a", name: "/x", end: 11, ms: 1}))) // [0,10) fires, is refused, queued
+	must(t, tc.Shutdown(ctx))                                                                  // its last attempt fails too
+	must(t, lc.ConsumeLogs(ctx, logs(logSpec{service: "a", ts: 12})))
+	must(t, lc.ConsumeLogs(ctx, logs(logSpec{service: "a", ts: 25}))) // [10,20) fires: a flush that retries the queue
+	if got := find(points(logsOut.sink.AllMetrics()), "logn.count", "service.name=a(Str)"); len(got) == 0 {
+		t.Fatal("the logs output got no window before its shutdown: no flush retried the queue")
+	}
+	must(t, lc.Shutdown(ctx)) // the last instance: checkpoints the queue
+
+	up := &flakyMetrics{}
+	tc, err = f.CreateTracesToMetrics(ctx, set, cfg, up)
+	must(t, err)
+	must(t, tc.Start(ctx, hostWith{storageID: st}))
+	must(t, tc.Shutdown(ctx))
+	wantPoint(t, points(up.sink.AllMetrics()), "lat.count", attrsAX, 0, 10, 1)
+	if n := len(find(points(up.sink.AllMetrics()), "lat.count", attrsAX)); n != 1 {
+		t.Fatalf("lat.count for a,/x delivered %d times after the restart, want once", n)
+	}
+}
