@@ -114,7 +114,7 @@ func BenchmarkBytesPerSeries(b *testing.B) {
 		bt := e.Begin(clk.Now())
 		for _, key := range br.keys {
 			for i := range br.values {
-				bt.Add(0, key, 500*int64(time.Second), br.values[i])
+				addOne(bt, 0, key, 500*int64(time.Second), br.values[i])
 			}
 		}
 		bt.End()

@@ -14,7 +14,7 @@ import (
 )
 
 // Engine is the window engine: one watermark, the series of every aggregation, and their panes.
-// Ingest (Begin/Add/End) is safe for concurrent use; Collect, FireAll, Snapshot and Restore are
+// Ingest (Begin/Stage/Apply/End) is safe for concurrent use; Collect, FireAll, Snapshot and Restore are
 // serialized among themselves.
 type Engine struct {
 	g     windowing
@@ -90,12 +90,12 @@ func (e *Engine) Watermark() int64 {
 // per goroutine; End it to let its accepted records move the watermark, after which it must not be
 // used.
 //
-// Records go in one at a time with Add, or staged with Stage and added together by Apply, which
-// takes each shard's lock once for all of its records and lets the processor overlap their memory
-// accesses. Both judge a record the same way (the same verdicts). Which new series get the
+// Records are staged with Stage and added together by Apply, which takes each shard's lock once for
+// all of its records and lets the processor overlap their memory accesses. However the records of a
+// batch are split among Applies, each record gets the same verdict. Which new series get the
 // max_series slots can differ: a shard releases its expired series when a record first touches it
-// after the watermark moved, and Apply touches every shard of the batch before it creates any series,
-// Add one record at a time.
+// after the watermark moved, and Apply touches every shard of its records before it creates any
+// series.
 type Batch struct {
 	e      *Engine
 	now, w int64
@@ -154,7 +154,7 @@ func (b *Batch) Watermark() int64 {
 	return b.w
 }
 
-// Check judges t alone: Invalid, Future, or OnTime (which Add may still find late or expired).
+// Check judges t alone: Invalid, Future, or OnTime (which Apply may still find late or expired).
 func (b *Batch) Check(t int64) Verdict {
 	switch {
 	case t <= 0:
@@ -178,34 +178,7 @@ func (e *Engine) hash(agg int, key []byte) uint64 {
 	return maphash.Bytes(e.seed, key) ^ uint64(agg)*0x9e3779b97f4a7c15
 }
 
-// Add puts a record of aggregation agg at event time t with value v into the series key and says
-// what became of it. A NaN or infinite v is counted but left out of the value aggregates. The key's
-// bytes are copied if the engine keeps them.
-func (b *Batch) Add(agg int, key []byte, t int64, v float64) Verdict {
-	if vd := b.Check(t); vd != OnTime {
-		b.verdicts[vd]++
-		return vd
-	}
-	e := b.e
-	h := e.hash(agg, key)
-	sh := e.shards[h&e.mask]
-	sh.mu.Lock()
-	w := sh.observe(b.w)
-	vd, full := sh.addOrCreate(w, agg, h, key, b.paneStart(t), v)
-	sh.mu.Unlock()
-	if full {
-		e.overflow.mu.Lock()
-		vd = e.overflow.addOverflow(e.overflow.observe(b.w), agg, b.paneStart(t), v)
-		e.overflow.mu.Unlock()
-		if vd != Expired {
-			b.overflow++
-		}
-	}
-	b.accept(t, vd)
-	return vd
-}
-
-// Stage queues a record for Apply, as Add would take it, with a tag for the caller to know it by. It
+// Stage queues a record for Apply, with a tag for the caller to know it by. It
 // returns Invalid or Future at once for a record that cannot be added (and does not stage it), and
 // OnTime when it has staged it: its verdict comes from Apply.
 func (b *Batch) Stage(agg int, key []byte, t int64, v float64, tag int32) Verdict {

@@ -24,7 +24,7 @@ import (
 //   - a truncated snapshot never restores, and a damaged one never makes Restore panic.
 //
 // Unlike TestEngineMatchesReferenceModel it does not Collect after every batch, so firings are also
-// produced by flush points inside Add and Snapshot.
+// produced by flush points inside Apply and Snapshot.
 func FuzzIngest(f *testing.F) {
 	f.Add([]byte{0, 0, 5, 0x01, 0, 0, 20, 0x12, 10, 1, 30, 4, 40, 6, 7, 4, 250, 1, 3, 0x21, 0xf6, 2, 9})
 	f.Add([]byte{1, 1, 4, 0x00, 0xf0, 0, 10, 0x11, 0x10, 0, 11, 0x22, 0x80, 3, 12, 4, 210, 6, 77, 3, 2, 0x31, 0xf4, 1, 0xff, 7})
@@ -245,7 +245,7 @@ func runFuzzOps(data []byte) (msg string) {
 				if staged {
 					p.got = b.Stage(agg, []byte(key), t, v, int32(len(recs)))
 				} else {
-					p.got = b.Add(agg, []byte(key), t, v)
+					p.got = addOne(b, agg, []byte(key), t, v)
 				}
 				p.want = mb.add(agg, key, t, v)
 				recs = append(recs, p)

@@ -33,7 +33,7 @@ func heapAfterFlood(t *testing.T, keys, maxSeries int) (bytes float64, st Stats)
 		for j := 0; j < 1000 && i < keys; j, i = j+1, i+1 {
 			key = strconv.AppendInt(append(key[:0], "service-"...), int64(i), 10)
 			for range 10 { // ten records per key: a latency-like spread in each pane
-				b.Add(0, key, int64(500*time.Second)+int64(i%1000), math.Exp(3.7+0.6*rng.NormFloat64()))
+				addOne(b, 0, key, int64(500*time.Second)+int64(i%1000), math.Exp(3.7+0.6*rng.NormFloat64()))
 			}
 		}
 		b.End()

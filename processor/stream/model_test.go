@@ -986,7 +986,7 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 				got = engineVerdicts[j]
 			} else {
 				key = append(key[:0], r.key...)
-				got = b.Add(r.agg, key, r.t, r.v)
+				got = addOne(b, r.agg, key, r.t, r.v)
 				for k := range key {
 					key[k] = '#'
 				}
@@ -1007,7 +1007,7 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 					j, r.agg, r.key, tf.t(r.t), r.v, got, want, tf.t(mb.watermarkOrInf()), strings.Join(fates, " ")))
 			}
 			if ref != nil {
-				if rv := rb.Add(r.agg, []byte(r.key), r.t, r.v); rv != got {
+				if rv := addOne(rb, r.agg, []byte(r.key), r.t, r.v); rv != got {
 					lines = append(lines, fmt.Sprintf("  record %d: verdict %v, the uninterrupted engine said %v", j, got, rv))
 				}
 			}
@@ -1424,7 +1424,7 @@ func applyRecords(b *Batch, recs []refRec, staged bool) []Verdict {
 		if staged {
 			out[j] = b.Stage(r.agg, []byte(r.key), r.t, r.v, int32(j))
 		} else {
-			out[j] = b.Add(r.agg, []byte(r.key), r.t, r.v)
+			out[j] = addOne(b, r.agg, []byte(r.key), r.t, r.v)
 		}
 	}
 	if staged {
@@ -1563,7 +1563,7 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 					r := refRec{agg: rng.IntN(2), key: "k" + strconv.Itoa(rng.IntN(8)), t: t, v: genValue(rng, nil, 5)}
 					recs = append(recs, r)
 					if !staged {
-						got = append(got, b.Add(r.agg, []byte(r.key), r.t, r.v))
+						got = append(got, addOne(b, r.agg, []byte(r.key), r.t, r.v))
 						if rng.IntN(8) == 0 {
 							runtime.Gosched() // let a Collect run in the middle of the batch
 						}
@@ -1713,7 +1713,7 @@ func TestRestoreRejectsDamagedSnapshots(t *testing.T) {
 	for i, op := range sc.ops[:half] {
 		b := e.Begin(op.batchNow)
 		for _, r := range op.recs {
-			b.Add(r.agg, []byte(r.key), r.t, r.v)
+			addOne(b, r.agg, []byte(r.key), r.t, r.v)
 		}
 		b.End()
 		if i < half-1 { // leave the last batch's firings pending, so that the snapshot carries results
@@ -1793,7 +1793,7 @@ func runScenarioOn(e *Engine, sc *scenario) *runFailure {
 		b := e.Begin(op.batchNow)
 		mb := m.begin(op.batchNow)
 		for j, r := range op.recs {
-			if g, w := b.Add(r.agg, []byte(r.key), r.t, r.v), mb.add(r.agg, r.key, r.t, r.v); g != w {
+			if g, w := addOne(b, r.agg, []byte(r.key), r.t, r.v), mb.add(r.agg, r.key, r.t, r.v); g != w {
 				return &runFailure{op: i, lines: []string{fmt.Sprintf("record %d: verdict %v, want %v", j, g, w)}}
 			}
 		}
@@ -1833,15 +1833,15 @@ func TestBatchJudgedAgainstBeginWatermarkAcrossCollect(t *testing.T) {
 	base := realNow - mod(realNow, 10*s) // a window start
 	now := clk.Now()
 	b := e.Begin(now)
-	b.Add(0, []byte("a"), base+5*s, 1)
+	addOne(b, 0, []byte("a"), base+5*s, 1)
 	b.End() // W = base+5s
 	e.Collect(now, func(*Result) {})
 
 	b = e.Begin(now)                      // begins at W = base+5s
 	e.Collect(now+20*s, func(*Result) {}) // idle: W = base+25s; [base, base+10s) fires and is discarded
 	got := []Verdict{
-		b.Add(0, []byte("a"), base+7*s, 1),  // [base, base+10s) is gone: Expired
-		b.Add(0, []byte("b"), base+27*s, 1), // [base+20s, base+30s): OnTime
+		addOne(b, 0, []byte("a"), base+7*s, 1),  // [base, base+10s) is gone: Expired
+		addOne(b, 0, []byte("b"), base+27*s, 1), // [base+20s, base+30s): OnTime
 	}
 	b.End()
 	if got[0] != Expired || got[1] != OnTime {

@@ -9,7 +9,7 @@ import "github.com/windowaggregator/windowaggregator/processor/sketch"
 // Avg, Min, Max and Quantiles as the corrected values of the whole window.
 type Result struct {
 	Agg      int
-	Key      string // the series key as given to Add; empty for the overflow series
+	Key      string // the series key as given to Stage; empty for the overflow series
 	Overflow bool   // the aggregation's overflow series
 	Start    int64  // window start, Unix ns
 	End      int64  // window end, Unix ns (exclusive)
