@@ -240,12 +240,16 @@ func TestQueuedResultsOfAStoppedOutputOutliveTheOtherOutputsFlushes(t *testing.T
 	must(t, tc.ConsumeTraces(ctx, traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10})))
 	must(t, tc.ConsumeTraces(ctx, traces(spanSpec{service: "a", name: "/x", end: 11, ms: 1}))) // [0,10) fires, is refused, queued
 	must(t, tc.Shutdown(ctx))                                                                  // its last attempt fails too
+	tracesOut.setErr(nil)                                                                      // up again, but its instance has shut down: nothing may be sent to it
 	must(t, lc.ConsumeLogs(ctx, logs(logSpec{service: "a", ts: 12})))
 	must(t, lc.ConsumeLogs(ctx, logs(logSpec{service: "a", ts: 25}))) // [10,20) fires: a flush that retries the queue
 	if got := find(points(logsOut.sink.AllMetrics()), "logn.count", "service.name=a(Str)"); len(got) == 0 {
 		t.Fatal("the logs output got no window before its shutdown: no flush retried the queue")
 	}
 	must(t, lc.Shutdown(ctx)) // the last instance: checkpoints the queue
+	if n := len(tracesOut.sink.AllMetrics()); n != 0 {
+		t.Fatalf("%d batches were sent to a metrics output after its instance had shut down", n)
+	}
 
 	up := &flakyMetrics{}
 	tc, err = f.CreateTracesToMetrics(ctx, set, cfg, up)

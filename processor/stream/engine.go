@@ -178,9 +178,11 @@ func (e *Engine) hash(agg int, key []byte) uint64 {
 	return maphash.Bytes(e.seed, key) ^ uint64(agg)*0x9e3779b97f4a7c15
 }
 
-// Stage queues a record for Apply, with a tag for the caller to know it by. It
-// returns Invalid or Future at once for a record that cannot be added (and does not stage it), and
-// OnTime when it has staged it: its verdict comes from Apply.
+// Stage queues a record of aggregation agg at event time t with value v for series key, with a tag
+// for the caller to know it by. It returns Invalid or Future at once for a record that cannot be added
+// (and does not stage it), and OnTime when it has staged it: its verdict comes from Apply. The key's
+// bytes are copied, so the caller may reuse its buffer. A NaN or infinite v is counted but left out
+// of the value aggregates.
 func (b *Batch) Stage(agg int, key []byte, t int64, v float64, tag int32) Verdict {
 	if vd := b.Check(t); vd != OnTime {
 		b.verdicts[vd]++

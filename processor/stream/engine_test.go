@@ -315,7 +315,7 @@ func TestMissingValueIsCountedButNotAggregated(t *testing.T) {
 }
 
 // A staged batch hands the max_series slots to the first new series in the order they were staged,
-// as Add does, although Apply goes through the records shard by shard.
+// as one record at a time does, although Apply goes through the records shard by shard.
 func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
 	for _, shards := range []int{1, 64} {
 		cfg := Config{Size: 10 * time.Second, Shards: shards, Aggregations: []Aggregation{{MaxSeries: 3}}}

@@ -13,7 +13,7 @@ import (
 
 // FuzzIngest decodes its input into a configuration and a sequence of operations (batches of records,
 // Collects and clock moves, Snapshot+Restore, damaged snapshots) and checks, whatever the input:
-//   - nothing panics, and every Add returns a valid Verdict: the one the contract gives for the record
+//   - nothing panics, and every record gets a valid Verdict: the one the contract gives for the record
 //     against the watermark of its batch's Begin (as the reference model computes it);
 //   - Watermark() is the model's W after every operation, and never moves back;
 //   - every firing is well formed (its window's geometry, Count > 0, consistent value counts, quantiles
@@ -255,7 +255,7 @@ func runFuzzOps(data []byte) (msg string) {
 			}
 			for _, p := range recs {
 				if p.got != p.want {
-					problems = append(problems, fmt.Sprintf("op %d: Add(%d, %q, %s, %g) = %v, want %v (staged %v, W at Begin %s)",
+					problems = append(problems, fmt.Sprintf("op %d: record(%d, %q, %s, %g) = %v, want %v (staged %v, W at Begin %s)",
 						op, p.agg, p.key, tf.t(p.t), p.v, p.got, p.want, staged, tf.t(mb.watermarkOrInf())))
 				}
 				if p.got < numVerdicts {

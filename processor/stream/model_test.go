@@ -877,7 +877,7 @@ func (f *runFailure) String() string {
 
 type runOptions struct {
 	snapshots bool            // honour the ops' snapshot flags; compare firings with an uninterrupted engine
-	staged    bool            // stage each batch and Apply it, instead of Add per record
+	staged    bool            // stage each batch and Apply it, instead of one record at a time
 	trace     *[]string       // if set, gets a line per step
 	onEngine  func(e *Engine) // called after each op with the engine under test
 }
@@ -951,7 +951,7 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 			trace("    engine %s: %s", what, tf.firing(&got[i]))
 		}
 	}
-	var key []byte // the key buffer given to Add, scribbled on after each Add: the engine must copy it
+	var key []byte // the key buffer given to Stage, scribbled on after each record: the engine must copy it
 	for i, op := range sc.ops {
 		var lines []string
 		clk.Set(time.Unix(0, op.batchNow))
@@ -1217,7 +1217,7 @@ func describeScenario(sc *scenario) string {
 	for i, op := range sc.ops {
 		fmt.Fprintf(&b, "op %d: Begin(base%+v)", i, time.Duration(op.batchNow-sc.base))
 		for _, r := range op.recs {
-			fmt.Fprintf(&b, " Add(%d, %q, %s, %g)", r.agg, r.key, tf.t(r.t), r.v)
+			fmt.Fprintf(&b, " record(%d, %q, %s, %g)", r.agg, r.key, tf.t(r.t), r.v)
 		}
 		fmt.Fprintf(&b, " End()")
 		if op.snapBeforeCollect {
@@ -1416,7 +1416,7 @@ func TestOverflowConservesRecords(t *testing.T) {
 	}
 }
 
-// applyRecords puts recs into b, with Add per record or, when staged, with Stage and one Apply, and
+// applyRecords puts recs into b, one at a time (addOne) or, when staged, with Stage and one Apply, and
 // returns the engine's verdict for each.
 func applyRecords(b *Batch, recs []refRec, staged bool) []Verdict {
 	out := make([]Verdict, len(recs))
@@ -1850,12 +1850,12 @@ func TestBatchJudgedAgainstBeginWatermarkAcrossCollect(t *testing.T) {
 	}
 }
 
-// TestStagedEqualsAddWhenCollectedEveryBatch drives two engines with the same hash seed through the
-// same overflow-heavy streams, one with Add per record, one staging each batch and applying it, and
+// TestStagedEqualsOneAtATimeWhenCollectedEveryBatch drives two engines with the same hash seed through the
+// same overflow-heavy streams, one adding a record at a time, one staging each batch and applying it, and
 // collecting after every batch: verdicts and firings (which series hold the max_series slots
 // included) must be identical. Without a Collect per batch they may differ in which new series get
 // slots that expired series freed (see Batch).
-func TestStagedEqualsAddWhenCollectedEveryBatch(t *testing.T) {
+func TestStagedEqualsOneAtATimeWhenCollectedEveryBatch(t *testing.T) {
 	s := time.Second
 	configs := []modelConfig{
 		{name: "tumbling", size: 10 * s, lateness: 5 * s, ooo: s, idle: 15 * s, skew: 30 * s, keys: 12, shards: 4,
@@ -1878,7 +1878,7 @@ func TestStagedEqualsAddWhenCollectedEveryBatch(t *testing.T) {
 					ba.End()
 					bb.End()
 					if !slices.Equal(va, vb) {
-						t.Fatalf("seed %d op %d: verdicts with Add %v, staged %v", seed, i, va, vb)
+						t.Fatalf("seed %d op %d: verdicts one at a time %v, staged %v", seed, i, va, vb)
 					}
 					fa, fb := collectFirings(ea, op.collectNow), collectFirings(eb, op.collectNow)
 					if !reflect.DeepEqual(fa, fb) {
