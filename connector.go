@@ -38,14 +38,11 @@ func (in *instance) Shutdown(ctx context.Context) error {
 
 func (in *instance) Capabilities() consumer.Capabilities { return connectorCapabilities }
 
-func lateAction(cfg *Config, routed bool) string {
-	switch {
-	case cfg.LateData.Action == actionDrop:
-		return "dropped"
-	case routed:
-		return "routed"
+func lateActionFor(cfg *Config, routed bool) lateAction {
+	if routed && cfg.LateData.Action != actionDrop {
+		return lateRouted
 	}
-	return "dropped" // route, but no traces->traces or logs->logs pipeline takes it
+	return lateDropped // drop, or route with no traces->traces or logs->logs pipeline to take them
 }
 
 type tracesToMetrics struct{ instance }
@@ -54,7 +51,7 @@ func (c *tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	if c.s.lateTraces != nil {
 		return nil // the traces->traces instance aggregates this batch
 	}
-	c.s.ingestTraces(ctx, td, nil, lateAction(c.s.cfg, false))
+	c.s.ingestTraces(ctx, td, nil, lateActionFor(c.s.cfg, false))
 	return nil
 }
 
@@ -64,7 +61,7 @@ func (c *logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	if c.s.lateLogs != nil {
 		return nil // the logs->logs instance aggregates this batch
 	}
-	c.s.ingestLogs(ctx, ld, nil, lateAction(c.s.cfg, false))
+	c.s.ingestLogs(ctx, ld, nil, lateActionFor(c.s.cfg, false))
 	return nil
 }
 
@@ -75,11 +72,11 @@ type tracesToTraces struct {
 
 func (c *tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	if c.s.cfg.LateData.Action == actionDrop {
-		c.s.ingestTraces(ctx, td, nil, lateAction(c.s.cfg, false))
+		c.s.ingestTraces(ctx, td, nil, lateActionFor(c.s.cfg, false))
 		return nil
 	}
 	late := newLateTraces()
-	c.s.ingestTraces(ctx, td, late, lateAction(c.s.cfg, true))
+	c.s.ingestTraces(ctx, td, late, lateActionFor(c.s.cfg, true))
 	if late.count == 0 {
 		return nil
 	}
@@ -93,11 +90,11 @@ type logsToLogs struct {
 
 func (c *logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	if c.s.cfg.LateData.Action == actionDrop {
-		c.s.ingestLogs(ctx, ld, nil, lateAction(c.s.cfg, false))
+		c.s.ingestLogs(ctx, ld, nil, lateActionFor(c.s.cfg, false))
 		return nil
 	}
 	late := newLateLogs()
-	c.s.ingestLogs(ctx, ld, late, lateAction(c.s.cfg, true))
+	c.s.ingestLogs(ctx, ld, late, lateActionFor(c.s.cfg, true))
 	if late.count == 0 {
 		return nil
 	}

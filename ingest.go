@@ -60,7 +60,7 @@ const (
 var lateReasons = [numLate]string{lateExpired: reasonExpired, lateFuture: reasonFuture, lateInvalid: reasonInvalid}
 
 // report adds the tally to the counters; action is what happened to late records.
-func (s *shared) report(ctx context.Context, t *tally, action string) {
+func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 	tel := s.tel
 	if t.aggregated > 0 {
 		tel.records.Add(ctx, t.aggregated, attrOutcomeAggregated...)
@@ -74,7 +74,7 @@ func (s *shared) report(ctx context.Context, t *tally, action string) {
 	for i, n := range t.late {
 		if n > 0 {
 			tel.records.Add(ctx, n, attrOutcomeLate...)
-			tel.late.Add(ctx, n, lateOption(i, action)...)
+			tel.late.Add(ctx, n, lateOptions[i][action]...)
 		}
 	}
 	if t.truncated > 0 {
@@ -166,7 +166,7 @@ func (run *ingestRun) lateReason(i int) string {
 
 // ingestTraces aggregates the spans of td. When late is not nil, the spans that come too late, too
 // early or without a timestamp are copied into it.
-func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateTraces, action string) {
+func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateTraces, action lateAction) {
 	if len(s.spanAggs) == 0 {
 		return
 	}
@@ -209,7 +209,7 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 }
 
 // ingestLogs aggregates the log records of ld, as ingestTraces does for spans.
-func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, action string) {
+func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, action lateAction) {
 	if len(s.logAggs) == 0 {
 		return
 	}
@@ -272,7 +272,7 @@ func (s *shared) beginRun() *ingestRun {
 }
 
 // finish lets the batch move the watermark, reports its outcomes, and sends what fired.
-func (run *ingestRun) finish(ctx context.Context, action string) {
+func (run *ingestRun) finish(ctx context.Context, action lateAction) {
 	s := run.s
 	run.b.End()
 	s.report(ctx, &run.tl, action)

@@ -14,16 +14,13 @@ import (
 // Processor instances, one per pipeline: in traces and logs pipelines they aggregate and pass every
 // record on unchanged; in a metrics pipeline they pass metrics on and add the window results. Late
 // data cannot leave the pipeline: it passes on with the rest and is counted.
-
-const processorLateAction = "passed"
-
 type tracesProcessor struct {
 	instance
 	next consumer.Traces
 }
 
 func (p *tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	p.s.ingestTraces(ctx, td, nil, processorLateAction)
+	p.s.ingestTraces(ctx, td, nil, latePassed)
 	return p.next.ConsumeTraces(ctx, td)
 }
 
@@ -33,7 +30,7 @@ type logsProcessor struct {
 }
 
 func (p *logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	p.s.ingestLogs(ctx, ld, nil, processorLateAction)
+	p.s.ingestLogs(ctx, ld, nil, latePassed)
 	return p.next.ConsumeLogs(ctx, ld)
 }
 

@@ -45,13 +45,24 @@ func lateAttrs(reason, action string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason), attribute.String("action", action)))
 }
 
+// lateAction is what happened to a call's late records: the late counter's action attribute.
+type lateAction uint8
+
+const (
+	lateDropped lateAction = iota
+	lateRouted
+	latePassed // the processor hands every record on
+	numLateActions
+)
+
+var lateActionNames = [numLateActions]string{lateDropped: "dropped", lateRouted: "routed", latePassed: "passed"}
+
 // The options of the counters that every batch may touch, built once (see outcomeOption): by late
 // reason and action, and by value reason.
 var (
-	lateActions = [...]string{"dropped", "routed", "passed"}
-	lateOptions = func() (o [numLate][len(lateActions)][]metric.AddOption) {
+	lateOptions = func() (o [numLate][numLateActions][]metric.AddOption) {
 		for i, reason := range lateReasons {
-			for j, action := range lateActions {
+			for j, action := range lateActionNames {
 				o[i][j] = []metric.AddOption{lateAttrs(reason, action)}
 			}
 		}
@@ -64,15 +75,6 @@ var (
 		return o
 	}()
 )
-
-func lateOption(reason int, action string) []metric.AddOption {
-	for j, a := range lateActions {
-		if a == action {
-			return lateOptions[reason][j]
-		}
-	}
-	return []metric.AddOption{lateAttrs(lateReasons[reason], action)}
-}
 
 func reasonAttr(reason string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
