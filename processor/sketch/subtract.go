@@ -57,15 +57,16 @@ func subtractSide(h, o *buckets, d uint) bool {
 	}
 	olo, hlo, hn := int(o.lo), int(h.lo), int(h.n)
 	if d == 0 && h.wlog == 0 && o.wlog == 0 && of+olo-hlo >= 0 && ol+olo-hlo < hn {
-		// Common case: byte counters at the same scale, o's range inside h's window. Check every
-		// counter first, so that a shortfall leaves h untouched.
+		// Common case: byte counters at the same scale, o's range inside h's window. On a shortfall,
+		// adding back what was subtracted restores h exactly (no counter can overflow: each held
+		// that much before).
 		src := o.data[of : ol+1]
 		dst := h.data[of+olo-hlo:]
 		dst = dst[:len(src)]
-		if subtractBytes(dst, src, false) < len(src) { // check first: h stays as it was
+		if i := subtractBytes(dst, src); i < len(src) {
+			addBytes(dst[:i], src[:i])
 			return false
 		}
-		subtractBytes(dst, src, true)
 		return true
 	}
 	for s := of; s <= ol; s++ {
@@ -104,10 +105,9 @@ func addBack(h, o *buckets, d uint, end int) {
 
 // subtractBytes subtracts byte counters src from dst, eight at a time, and stops where one would go
 // below zero. It returns where it stopped, as addBytes does (len(src) when it did not), and leaves the
-// counters from there on as they were. With store unset it changes nothing and only finds where it
-// would stop. It is addBytes with the other lane operation and a check-only mode: one function for
-// both, choosing per word, made dense merges 15% slower.
-func subtractBytes(dst, src []byte, store bool) int {
+// counters from there on as they were. It is addBytes with the other lane operation: one function for
+// both, choosing the operation per word, made dense merges 15% slower.
+func subtractBytes(dst, src []byte) int {
 	dst = dst[:len(src)]
 	n := len(src) &^ 7
 	for i := 0; i < n; i += 8 {
@@ -119,17 +119,13 @@ func subtractBytes(dst, src []byte, store bool) int {
 		if !ok {
 			return i
 		}
-		if store {
-			binary.LittleEndian.PutUint64(dst[i:], d)
-		}
+		binary.LittleEndian.PutUint64(dst[i:], d)
 	}
 	for i := n; i < len(src); i++ {
 		if dst[i] < src[i] {
 			return i
 		}
-		if store {
-			dst[i] -= src[i]
-		}
+		dst[i] -= src[i]
 	}
 	return len(src)
 }
