@@ -151,15 +151,8 @@ func TestCheckpointFromOtherAggregationsIsNotRestored(t *testing.T) {
 			// Same storage, another configuration.
 			cfg := latencyConfig()
 			c.change(&cfg.Aggregations[0])
-			cfg.Storage = &storageID
 			must(t, cfg.Validate())
-			tel := componenttest.NewTelemetry()
-			set := connectortest.NewNopSettings(Type)
-			set.TelemetrySettings = tel.NewTelemetrySettings()
-			conn, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, consumertest.NewNop())
-			must(t, err)
-			must(t, conn.Start(context.Background(), hostWith{storageID: st}))
-			must(t, conn.Shutdown(context.Background()))
+			_, tel := runConfigWithStorage(t, cfg, st)
 			wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": c.want}, 1)
 		})
 	}
@@ -244,20 +237,16 @@ func TestQueuedResultsOfAStoppedOutputOutliveTheOtherOutputsFlushes(t *testing.T
 	must(t, lc.ConsumeLogs(ctx, logs(logSpec{service: "a", ts: 12})))
 	must(t, lc.ConsumeLogs(ctx, logs(logSpec{service: "a", ts: 25}))) // [10,20) fires: a flush that retries the queue
 	if got := find(points(logsOut.sink.AllMetrics()), "logn.count", "service.name=a(Str)"); len(got) == 0 {
-		t.Fatal("the logs output got no window before its shutdown: no flush retried the queue")
+		t.Fatal("the logs output got no window before its shutdown: no flush ran while the traces output was stopped")
 	}
 	must(t, lc.Shutdown(ctx)) // the last instance: checkpoints the queue
 	if n := len(tracesOut.sink.AllMetrics()); n != 0 {
 		t.Fatalf("%d batches were sent to a metrics output after its instance had shut down", n)
 	}
 
-	up := &flakyMetrics{}
-	tc, err = f.CreateTracesToMetrics(ctx, set, cfg, up)
-	must(t, err)
-	must(t, tc.Start(ctx, hostWith{storageID: st}))
-	must(t, tc.Shutdown(ctx))
-	wantPoint(t, points(up.sink.AllMetrics()), "lat.count", attrsAX, 0, 10, 1)
-	if n := len(find(points(up.sink.AllMetrics()), "lat.count", attrsAX)); n != 1 {
+	ps, _ := runConfigWithStorage(t, cfg, st) // a restart: the traces output is up
+	wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 1)
+	if n := len(find(ps, "lat.count", attrsAX)); n != 1 {
 		t.Fatalf("lat.count for a,/x delivered %d times after the restart, want once", n)
 	}
 }

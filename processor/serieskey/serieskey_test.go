@@ -1,6 +1,7 @@
 package serieskey
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -64,19 +65,29 @@ func TestDistinctValuesGiveDistinctKeys(t *testing.T) {
 	add("empty", func(b *Builder) {})
 }
 
-// Strings shorter than 128 bytes take a one-byte length; the lengths around that edge round-trip.
+// Strings shorter than 128 bytes take a one-byte length, longer ones the shortest uvarint; the lengths
+// around those edges round-trip.
 func TestStrLengthsAroundTheOneByteLength(t *testing.T) {
-	for _, n := range []int{0, 1, 127, 128, 255, 300, 70000} {
+	lengthBytes := map[int]int{0: 1, 1: 1, 127: 1, 128: 2, 255: 2, 300: 2, 16383: 2, 16384: 3, 70000: 3}
+	for _, n := range []int{0, 1, 127, 128, 255, 300, 16383, 16384, 70000} {
 		var b Builder
 		v := strings.Repeat("x", n)
 		b.Str(Scope, v)
 		b.Int(Record, 7) // an entry after it, read from where the string ends
+		// tag, length, the bytes; then the int's tag and its one-byte varint
+		if want := 1 + lengthBytes[n] + n + 2; len(b.Key()) != want {
+			t.Fatalf("length %d: key of %d bytes, want %d", n, len(b.Key()), want)
+		}
 		var got []Value
 		if err := Decode(string(b.Key()), func(_ int, x Value) { got = append(got, x) }); err != nil {
 			t.Fatalf("length %d: %v", n, err)
 		}
 		if len(got) != 2 || got[0] != (Value{Kind: Str, Source: Scope, Str: v}) || got[1] != (Value{Kind: Int, Int: 7}) {
-			t.Fatalf("length %d: decoded %v", n, len(got))
+			desc := make([]string, len(got))
+			for i, x := range got {
+				desc[i] = fmt.Sprintf("{kind %v source %v, %d-byte string, int %d}", x.Kind, x.Source, len(x.Str), x.Int)
+			}
+			t.Fatalf("length %d: decoded %v", n, desc)
 		}
 	}
 }

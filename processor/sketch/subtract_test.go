@@ -29,18 +29,21 @@ func TestSubtractUndoesMerge(t *testing.T) {
 		}
 		acc := a.Clone()
 		acc.Merge(b)
+		merged := acc.Scale()
 		if !acc.Subtract(b) {
 			t.Fatalf("trial %d: could not subtract what was merged", trial)
 		}
 		// The remainder holds exactly a's values, at the scale the merge reached.
-		want := New(DefaultScale, a.MaxBuckets())
+		zeros := 0
 		for _, v := range av {
-			want.Insert(v)
+			if v == 0 {
+				zeros++
+			}
 		}
-		if acc.Count() != want.Count() || acc.ZeroCount() != want.ZeroCount() {
-			t.Fatalf("trial %d: count %d zero %d, want %d %d", trial, acc.Count(), acc.ZeroCount(), want.Count(), want.ZeroCount())
+		if acc.Count() != uint64(len(av)) || acc.ZeroCount() != uint64(zeros) {
+			t.Fatalf("trial %d: count %d zero %d, want %d %d", trial, acc.Count(), acc.ZeroCount(), len(av), zeros)
 		}
-		if want.Count() == 0 {
+		if len(av) == 0 {
 			if acc.Scale() != DefaultScale {
 				t.Fatalf("trial %d: emptied histogram not reset to its initial scale", trial)
 			}
@@ -50,9 +53,9 @@ func TestSubtractUndoesMerge(t *testing.T) {
 		ref := newRef(av, acc.Scale())
 		refPosOff, refPos := dense(ref.pos)
 		refNegOff, refNeg := dense(ref.neg)
-		if ref.scale != acc.Scale() || !sameCounts(refPos, refPosOff, acc.AppendPositiveCounts(nil), acc.PositiveOffset()) ||
+		if acc.Scale() != merged || !sameCounts(refPos, refPosOff, acc.AppendPositiveCounts(nil), acc.PositiveOffset()) ||
 			!sameCounts(refNeg, refNegOff, acc.AppendNegativeCounts(nil), acc.NegativeOffset()) {
-			t.Fatalf("trial %d: buckets after subtract differ from a's own at scale %d", trial, acc.Scale())
+			t.Fatalf("trial %d: buckets after subtract differ from a's own at scale %d (the merge reached %d)", trial, acc.Scale(), merged)
 		}
 	}
 }
