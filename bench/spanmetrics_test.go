@@ -808,6 +808,43 @@ func BenchmarkLogsToMetrics(b *testing.B) {
 	})
 }
 
+// BenchmarkReadOnly is a baseline, not a connector: the serial loop reading, from every batch, what
+// window_aggregator reads to aggregate a span (the resource's service.name, the span's name, its
+// http.request.method, its timestamps) and nothing else. BenchmarkTracesToMetrics' window_aggregator
+// time minus this one's is the component's own work: grouping, windowing and output.
+func BenchmarkReadOnly(b *testing.B) {
+	r := traceRingFor(0)
+	var h harness // no clock: nothing to flush
+	mallocs := runSerial(b, &h, &r.ring, func(_ context.Context, i int) error {
+		readSink += readSpans(r.batches[i])
+		return nil
+	})
+	report(b, "span", mallocs)
+}
+
+// readSink keeps what BenchmarkReadOnly read, so that the reads cannot be optimized away.
+var readSink int
+
+// readSpans reads the fields that the benchmarks' aggregation groups and measures by.
+func readSpans(td ptrace.Traces) (n int) {
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		service, _ := rs.Resource().Attributes().Get("service.name")
+		n += len(service.Str())
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			spans := sss.At(j).Spans()
+			for k := 0; k < spans.Len(); k++ {
+				sp := spans.At(k)
+				method, _ := sp.Attributes().Get("http.request.method")
+				n += len(sp.Name()) + len(method.Str()) + int(sp.EndTimestamp()-sp.StartTimestamp())
+			}
+		}
+	}
+	return n
+}
+
 // parallelImpls are the connectors of the parallel benchmarks. window_aggregator runs with
 // max_out_of_orderness 1m there (at every GOMAXPROCS), so that a batch overtaken by up to 60
 // batches sent concurrently (its goroutine descheduled for a few ms on a busy machine) is still on
