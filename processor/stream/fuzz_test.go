@@ -77,7 +77,8 @@ func (r *fuzzReader) next() byte {
 	return c
 }
 
-var fuzzKeys = []string{"", "a", "b", "c", "d", "e", "f", "g"}
+// fuzzKeys: short keys, and keys at and beyond the length a series holds in itself (inlineKeyLen).
+var fuzzKeys = []string{"", "a", "b", "c", "d", "e", strings.Repeat("f", inlineKeyLen), strings.Repeat("g", inlineKeyLen+1)}
 
 func fuzzValue(b byte) float64 {
 	switch b {

@@ -750,6 +750,13 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 	keys := make([]string, c.keys)
 	for i := range keys {
 		keys[i] = "k" + strconv.Itoa(i)
+		// Keys around the length a series holds in itself: at it, and one byte and more beyond.
+		switch i % 4 {
+		case 2:
+			keys[i] += strings.Repeat(".", inlineKeyLen-len(keys[i]))
+		case 3:
+			keys[i] += strings.Repeat("-", inlineKeyLen+1-len(keys[i])+i%7)
+		}
 	}
 	if c.emptyKey {
 		keys[0] = ""

@@ -85,7 +85,8 @@ func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v f
 		s.active[agg].Add(-1)
 		return vd, true
 	}
-	se := &series{key: string(key), hash: h, agg: agg, pos: len(s.list)}
+	se := &series{hash: h, agg: agg, pos: len(s.list)}
+	se.setKey(key)
 	s.table.insert(se)
 	s.list = append(s.list, se)
 	s.add(se, p, v, vd)
