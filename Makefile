@@ -48,4 +48,4 @@ demo: dist loadgen
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./processor/... .
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -timeout 60m
-	cd bench && BENCH_SPANS_PER_SECOND=50000 $(GO) test -run '^$$' -bench 'Paired|LogsToMetrics' -benchtime 15000x -benchmem -timeout 60m
+	cd bench && BENCH_SPANS_PER_SECOND=50000 $(GO) test -run '^$$' -bench 'Paired|LogsToMetrics|ReadOnly' -benchtime 15000x -benchmem -timeout 60m
