@@ -67,3 +67,72 @@ func TestHeapIsBoundedByMaxSeriesUnderKeyFlood(t *testing.T) {
 		t.Fatalf("%.0f B per series and pane, want <= 2 KiB", perSeries)
 	}
 }
+
+// A result's key may point into its series (see setKey), and whoever takes the results (the
+// component's metrics, an exporter's queue) may keep it after the series is gone. What such a key
+// keeps alive must be the series' few bytes, not its panes and sketches.
+func TestKeysOfResultsOutliveTheirSeriesCheaply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds 20k series")
+	}
+	const keys = 20_000
+	clk := clock.NewFake(time.Unix(1000, 0))
+	e, err := New(Config{Size: time.Minute, Slide: 15 * time.Second, MaxFutureSkew: time.Hour, Clock: clk,
+		Aggregations: []Aggregation{{MaxSeries: keys + 1, Quantiles: []float64{0.5, 0.99}, Histogram: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	key := make([]byte, 0, 32)
+	t0 := int64(500 * time.Second)
+	for i := 0; i < keys; {
+		b := e.Begin(clk.Now())
+		for j := 0; j < 1000 && i < keys; j, i = j+1, i+1 {
+			key = strconv.AppendInt(append(key[:0], "service-"...), int64(i), 10)
+			for k := range 10 { // ten records per key, over two panes
+				addOne(b, 0, key, t0+int64(k)*int64(3*time.Second), math.Exp(3.7+0.6*rng.NormFloat64()))
+			}
+		}
+		b.End()
+	}
+	// A record far ahead moves the watermark past every window: all fire, and every series but the
+	// last record's is dropped.
+	b := e.Begin(clk.Now())
+	if vd := addOne(b, 0, []byte("late-comer"), t0+int64(10*time.Minute), 1); vd != OnTime {
+		t.Fatalf("the record ahead: %v", vd)
+	}
+	b.End()
+	var held []string // the keys, as a consumer would hold them
+	e.Collect(clk.Now(), func(r *Result) {
+		if r.Key != "late-comer" && (len(held) == 0 || held[len(held)-1] != r.Key) {
+			held = append(held, r.Key)
+		}
+	})
+	if got := e.Stats().ActiveSeries[0]; got != 1 {
+		t.Fatalf("%d series held after every window fired, want 1", got)
+	}
+	e.Collect(clk.Now(), func(*Result) {}) // empties the buffers the first Collect used
+	if len(held) < keys {
+		t.Fatalf("%d keys in the results of %d series", len(held), keys)
+	}
+	// What the keys keep alive: the heap with them, less the heap once they are let go.
+	heap := func() float64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc)
+	}
+	with := heap()
+	n := len(held)
+	held = nil
+	without := heap()
+	runtime.KeepAlive(e)
+	perSeries := (with - without) / keys
+	t.Logf("%d results' keys of %d dropped series held: %.0f B per series", n, keys, perSeries)
+	// The series the keys point into (144 bytes) and the keys' string headers in held; not the
+	// series' panes and sketches (about 800 bytes more with these values).
+	if perSeries > 400 {
+		t.Fatalf("the keys of results keep %.0f B per dropped series alive, want <= 400", perSeries)
+	}
+}

@@ -908,6 +908,7 @@ func snapshotAndRestore(c *modelConfig, e *Engine, now int64) (*Engine, *clock.F
 	if err := e2.Restore(snap); err != nil {
 		return nil, nil, fmt.Errorf("Restore of a %d-byte snapshot: %w", len(snap), err)
 	}
+	clear(snap) // the restored engine must hold nothing of the snapshot's bytes
 	return e2, clk, nil
 }
 

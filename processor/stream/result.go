@@ -59,4 +59,11 @@ func (b *resultBuffer) next() *Result {
 	return r
 }
 
-func (b *resultBuffer) clear() { b.items = b.items[:0] }
+// clear empties the buffer. The results' keys are dropped, since they may point into series that
+// are gone (see shard.release).
+func (b *resultBuffer) clear() {
+	for i := range b.items {
+		b.items[i].Key = ""
+	}
+	b.items = b.items[:0]
+}
