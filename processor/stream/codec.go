@@ -80,13 +80,17 @@ func (d *decoder) bool() bool {
 	return v
 }
 
-func (d *decoder) bytes() string {
+// bytes reads a length-prefixed string, copied out of the snapshot.
+func (d *decoder) bytes() string { return string(d.raw()) }
+
+// raw reads a length-prefixed string as the snapshot's own bytes, for a caller that copies them.
+func (d *decoder) raw() []byte {
 	n := d.uvarint()
 	if n > uint64(len(d.b)) {
 		d.fail()
-		return ""
+		return nil
 	}
-	v := string(d.b[:n])
+	v := d.b[:n:n]
 	d.b = d.b[n:]
 	return v
 }

@@ -266,7 +266,7 @@ func decodeSketch(d *decoder, want bool) *sketch.Histogram {
 func (e *Engine) decodeSeries(d *decoder) *series {
 	se := &series{agg: d.index(len(e.aggs))}
 	se.overflow = d.bool()
-	se.setKey([]byte(d.bytes()))
+	se.setKey(d.raw()) // setKey copies
 	if d.err != nil {
 		return se
 	}
