@@ -372,7 +372,11 @@ func TestAggregationsWithOneResourceShareIt(t *testing.T) {
 	var resources []string
 	for _, md := range h.metrics.AllMetrics() {
 		for i := 0; i < md.ResourceMetrics().Len(); i++ {
-			resources = append(resources, attrString(md.ResourceMetrics().At(i).Resource().Attributes()))
+			rm := md.ResourceMetrics().At(i)
+			resources = append(resources, attrString(rm.Resource().Attributes()))
+			if n := rm.ScopeMetrics().Len(); n != 1 {
+				t.Fatalf("%d scopes under one resource, want one for both aggregations", n)
+			}
 		}
 	}
 	if len(resources) != 1 || resources[0] != "service.name=x(Str)" {

@@ -69,13 +69,13 @@ func TestDistinctValuesGiveDistinctKeys(t *testing.T) {
 // around those edges round-trip.
 func TestStrLengthsAroundTheOneByteLength(t *testing.T) {
 	lengthBytes := map[int]int{0: 1, 1: 1, 127: 1, 128: 2, 255: 2, 300: 2, 16383: 2, 16384: 3, 70000: 3}
-	for _, n := range []int{0, 1, 127, 128, 255, 300, 16383, 16384, 70000} {
+	for n, lb := range lengthBytes {
 		var b Builder
 		v := strings.Repeat("x", n)
 		b.Str(Scope, v)
 		b.Int(Record, 7) // an entry after it, read from where the string ends
 		// tag, length, the bytes; then the int's tag and its one-byte varint
-		if want := 1 + lengthBytes[n] + n + 2; len(b.Key()) != want {
+		if want := 1 + lb + n + 2; len(b.Key()) != want {
 			t.Fatalf("length %d: key of %d bytes, want %d", n, len(b.Key()), want)
 		}
 		var got []Value

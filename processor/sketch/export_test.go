@@ -133,10 +133,11 @@ func TestAppendCountsAtDenseRuns(t *testing.T) {
 						coarse[i>>k] += c
 					}
 					lo, want := dense(coarse) // the run's ends hold values: so do the first and last buckets
-					buf := make([]uint64, 1, 200)
-					for i := range buf[:cap(buf)] {
-						buf[:cap(buf)][i] = 9 // stale counts past the slice's length
+					buf := make([]uint64, 200)
+					for i := range buf {
+						buf[i] = 9 // stale counts past the slice's length, below
 					}
+					buf = buf[:1]
 					buf[0] = 7
 					off, got := h.AppendPositiveCountsAt(buf, DefaultScale-k) // appends after what is there
 					if got[0] != 7 {

@@ -97,7 +97,8 @@ func TestSubtractRefusesWhatIsNotThereAndChangesNothing(t *testing.T) {
 		t.Fatal("a refused Subtract changed h")
 	}
 	// Values of o where h's counters are zero, a whole word of them: h holds buckets 0 and 20, o
-	// buckets 2 and 9 (the second in a word of h that is all zero).
+	// buckets 2 and 9, which fall in one word (words are read from o's first counter) whose counters
+	// in h are all zero.
 	h, o = New(DefaultScale, DefaultMaxBuckets), New(DefaultScale, DefaultMaxBuckets)
 	for _, idx := range []int{0, 0, 0, 0, 0, 20, 20, 20, 20, 20} {
 		h.Insert(math.Exp2((float64(idx) + 0.5) / 64))

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
 )
@@ -95,6 +96,15 @@ func TestKeysOfResultsOutliveTheirSeriesCheaply(t *testing.T) {
 		}
 		b.End()
 	}
+	var series []weak.Pointer[series] // to check that the dropped series do go once nothing holds them
+	for _, sh := range e.shards {
+		for _, se := range sh.list {
+			series = append(series, weak.Make(se))
+		}
+	}
+	if len(series) != keys {
+		t.Fatalf("%d series held, want %d", len(series), keys)
+	}
 	// A record far ahead moves the watermark past every window: all fire, and every series but the
 	// last record's is dropped.
 	b := e.Begin(clk.Now())
@@ -127,6 +137,11 @@ func TestKeysOfResultsOutliveTheirSeriesCheaply(t *testing.T) {
 	n := len(held)
 	held = nil
 	without := heap()
+	for i, p := range series {
+		if p.Value() != nil {
+			t.Fatalf("dropped series %d is still alive once its results' keys are let go", i)
+		}
+	}
 	runtime.KeepAlive(e)
 	perSeries := (with - without) / keys
 	t.Logf("%d results' keys of %d dropped series held: %.0f B per series", n, keys, perSeries)
