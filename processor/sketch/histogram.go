@@ -103,32 +103,6 @@ func (h *Histogram) indexSlow(a uint64) int {
 	return logIndex(a, e, m, h.initScale) >> h.shift
 }
 
-// CounterAddr returns the address of the counter byte that Insert(v) would increment, or nil when
-// Insert would not increment a counter in place (NaN, ±Inf, zero, an index outside the window). It
-// lets a caller that is about to insert into many histograms load their counters first, all at once,
-// so that the cache misses overlap instead of coming one per insert. The byte must only be read.
-func (h *Histogram) CounterAddr(v float64) *byte {
-	bits := math.Float64bits(v)
-	a := bits &^ signMask
-	if a == 0 || bits&expMask == expMask {
-		return nil
-	}
-	b := &h.pos
-	if a != bits {
-		b = &h.neg
-	}
-	var idx int
-	if t := h.tbl; t != nil && a >= 1<<52 { // as in Insert
-		idx = t.at(int(a>>52)-expBias, a&mantMask) >> h.shift
-	} else {
-		idx = h.index(a)
-	}
-	if s := uint(idx-int(b.lo)) << b.wlog; s < uint(len(b.data)) {
-		return &b.data[s]
-	}
-	return nil
-}
-
 // Insert records v. It returns false, leaving h unchanged, for NaN and ±Inf.
 // Zeros (either sign) go to the zero count; negative values to the negative
 // buckets by absolute value.

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
 // Engine is the window engine: one watermark, the series of every aggregation, and their panes.
@@ -116,10 +115,8 @@ type Batch struct {
 	spill  []int32 // staged indexes bound for the overflow series
 
 	// prefetch's scratch, and what it read (kept so that the reads are not optimized away)
-	seenSeries   []*series
-	seenHist     []*sketch.Histogram
-	seenCounters []*byte
-	seen         uint64
+	seenSeries []*series
+	seen       uint64
 }
 
 // A pooled Batch keeps its staging buffers up to these sizes (a few usual batches' worth).
@@ -270,18 +267,19 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 }
 
 // prefetch reads, for all of a shard's records at once and one level at a time, the memory that
-// adding them will read: the table slot, the series and its key, its newest pane, that pane's sketch
-// and the sketch's counter for the value. Each level's reads are independent of one another, so the
-// processor overlaps their cache misses, where adding the records one by one would wait for every miss
-// of one record's chain in turn. It changes nothing: a guess that is wrong (a series further along its
-// probe run, a record for an older pane) only reads something else.
+// adding them will read: the table slot, then the series with its key and its newest pane. Each
+// level's reads are independent of one another, so the processor overlaps their cache misses, where
+// adding the records one by one would wait for every miss of one record's chain in turn. It changes
+// nothing: a guess that is wrong (a series further along its probe run, a record for an older pane)
+// only reads something else. The pane's sketch is not read: a record only adds its value to the
+// pane's pending values, and one record in pendingValues inserts them (see series.addValue).
 //
 // It runs for every batch. In a collector the engine's state is cold when a batch comes (the receiver
 // has decoded the batch and much else has run since the last one), and there prefetching saves a
 // fifth of the component's time even with 800 series (bench/ with BENCH_COLD_BYTES, percentiles:
-// 350-430 ns/span without it, 282-289 with it and the counters loaded in a loop of their own). Only
-// when batches follow one another with nothing in between, as in a benchmark, does the state stay in
-// cache, and then it costs about 4% (140-149 against 132-139 ns/span).
+// 350-430 ns/span without it, 282-289 with it, in the round that introduced it, when it loaded the
+// sketch and its counter as well). Only when batches follow one another with nothing in between, as
+// in a benchmark, does the state stay in cache, and then it costs a few percent.
 func (b *Batch) prefetch(sh *shard, idx []int32) {
 	if len(idx) < 2 || len(sh.table.slots) == 0 {
 		return
@@ -292,43 +290,19 @@ func (b *Batch) prefetch(sh *shard, idx []int32) {
 		ses = append(ses, sh.table.slots[sh.table.pos(b.staged[i].hash)].se)
 	}
 	// The series' key and newest pane are both addressed from the series: one level.
-	hs := b.seenHist[:0]
 	for _, se := range ses {
-		var h *sketch.Histogram
 		if se != nil {
 			if len(se.key) > 0 {
 				seen += uint64(se.key[0])
 			}
 			if n := len(se.panes); n > 0 {
 				p := &se.panes[n-1]
-				seen += p.total.count
-				h = p.hist
-			}
-		}
-		hs = append(hs, h)
-	}
-	for _, h := range hs {
-		if h != nil {
-			seen += uint64(h.Scale())
-		}
-	}
-	// The counters: their addresses first, then the loads in a loop so short that many are in flight.
-	cs := b.seenCounters[:0]
-	for k, h := range hs {
-		if h != nil {
-			if c := h.CounterAddr(b.staged[idx[k]].v); c != nil {
-				cs = append(cs, c)
+				seen += p.total.count + uint64(p.npending)
 			}
 		}
 	}
-	for _, c := range cs {
-		seen += uint64(*c)
-	}
-	clear(cs)
-	b.seenCounters = cs
 	clear(ses)
-	clear(hs)
-	b.seenSeries, b.seenHist, b.seen = ses, hs, b.seen+seen
+	b.seenSeries, b.seen = ses, b.seen+seen
 }
 
 // applyFresh adds the records whose series did not exist, in the order they were staged, creating
@@ -404,7 +378,7 @@ func (b *Batch) End() {
 	if cap(b.keys) > maxPooledKeyBytes || cap(b.staged) > maxPooledRecords || cap(b.seenSeries) > maxPooledRecords {
 		// One huge request must not leave its buffers behind in the pool.
 		b.staged, b.keys, b.order, b.fresh, b.spill = nil, nil, nil, nil, nil
-		b.seenSeries, b.seenHist, b.seenCounters = nil, nil, nil
+		b.seenSeries = nil
 	}
 	b.e = nil
 	e.batches.Put(b)

@@ -72,6 +72,44 @@ func (s *series) paneAt(start int64) *pane {
 	return nil
 }
 
+// addValue adds v to the sketches of pane p: to its pending values, and when they are full, it
+// inserts them into the pane's sketch and, if the pane is in acc's range, into acc.
+//
+// Every reader of a pane's sketch or of acc must call insertPending first: the shard does at every
+// flush point (flushSeries) and for a snapshot. Between two flush points nothing reads them, and acc's
+// range moves only at a flush point, so a pending value goes into acc exactly when its pane is in
+// acc's range when it is inserted, as it would have had it been inserted at once.
+func (s *series) addValue(p *pane, v float64, size int64) {
+	p.pending[p.npending] = v
+	p.npending++
+	if p.npending == len(p.pending) {
+		s.insertPane(p, size)
+	}
+}
+
+// insertPane inserts pane p's pending values into its sketch, and into acc if p is in acc's range.
+func (s *series) insertPane(p *pane, size int64) {
+	vs := p.pending[:p.npending]
+	for _, v := range vs {
+		p.hist.Insert(v)
+	}
+	if s.inAcc(p.start, size) {
+		for _, v := range vs {
+			s.acc.Insert(v)
+		}
+	}
+	p.npending = 0
+}
+
+// insertPending inserts every pane's pending values: see addValue.
+func (s *series) insertPending(size int64) {
+	for i := range s.panes {
+		if s.panes[i].npending > 0 {
+			s.insertPane(&s.panes[i], size)
+		}
+	}
+}
+
 // inAcc reports whether a pane starting at p is one whose values acc holds.
 func (s *series) inAcc(p, size int64) bool { return s.accOK && p >= s.accEnd-size && p < s.accEnd }
 

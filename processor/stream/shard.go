@@ -140,8 +140,8 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 	late := verdict == LateUpdate
 	p := se.pane(start, &s.pool, &s.aggs[se.agg])
 	p.add(v, hasValue, late)
-	if hasValue && p.hist != nil && se.inAcc(p.start, s.g.size) {
-		se.acc.Insert(v)
+	if hasValue && p.hist != nil {
+		se.addValue(p, v, s.g.size)
 	}
 	if late {
 		s.dirty = true
@@ -173,6 +173,7 @@ func (s *shard) flush(w int64) {
 
 func (s *shard) flushSeries(se *series, oldW, w int64) {
 	g := s.g
+	se.insertPending(g.size)
 	if s.dirty {
 		s.fireLate(se, oldW)
 	}

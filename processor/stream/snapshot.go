@@ -48,6 +48,7 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 	enc.uvarint(uint64(nSeries))
 	for _, sh := range shards {
 		for _, se := range sh.list {
+			se.insertPending(e.g.size)
 			encodeSeries(enc, se)
 		}
 	}
