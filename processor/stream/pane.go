@@ -49,9 +49,10 @@ func (s *stats) merge(o *stats) {
 type pane struct {
 	start int64
 	total stats
-	// pending holds the last values for hist, not yet inserted: see series.addValue.
-	pending  [pendingValues]float64
+	// pending holds the last values for hist, not yet inserted: see series.addValue. npending lies in
+	// the cache line of start and total, which adding a record and firing a window read anyway.
 	npending int
+	pending  [pendingValues]float64
 	hist     *sketch.Histogram // all values but the pending ones; nil unless the aggregation keeps a sketch
 	// delta holds the records added since the shard's last flush point that were late for a window
 	// containing this pane (LateUpdate). Between flush points the fired windows do not change, so one

@@ -16,12 +16,16 @@ type series struct {
 	keyBuf [inlineKeyLen]byte
 
 	overflow bool
-	pos      int    // index in its shard's list
-	panes    []pane // sorted by start
+	// pendingPanes is how many panes hold pending values (see addValue); they are nearly always the
+	// newest, so insertPending looks from the newest pane back and stops when it has found them all.
+	pendingPanes int32
+	pos          int    // index in its shard's list
+	panes        []pane // sorted by start
 
-	// For sliding windows with a sketch: acc holds the values of the panes in [accEnd-size, accEnd),
-	// kept up to date as records arrive and panes leave, so that the next window's sketch is acc plus
-	// the pane that enters minus the pane that leaves rather than a merge of every pane.
+	// For sliding windows with a sketch: acc holds the values of the panes in [accEnd-size, accEnd)
+	// but their pending ones (see addValue), kept up to date as panes insert their values and leave,
+	// so that the next window's sketch is acc plus the pane that enters minus the pane that leaves
+	// rather than a merge of every pane.
 	acc    *sketch.Histogram
 	accEnd int64
 	accOK  bool
@@ -80,6 +84,9 @@ func (s *series) paneAt(start int64) *pane {
 // range moves only at a flush point, so a pending value goes into acc exactly when its pane is in
 // acc's range when it is inserted, as it would have had it been inserted at once.
 func (s *series) addValue(p *pane, v float64, size int64) {
+	if p.npending == 0 {
+		s.pendingPanes++
+	}
 	p.pending[p.npending] = v
 	p.npending++
 	if p.npending == len(p.pending) {
@@ -99,11 +106,12 @@ func (s *series) insertPane(p *pane, size int64) {
 		}
 	}
 	p.npending = 0
+	s.pendingPanes--
 }
 
 // insertPending inserts every pane's pending values: see addValue.
 func (s *series) insertPending(size int64) {
-	for i := range s.panes {
+	for i := len(s.panes) - 1; i >= 0 && s.pendingPanes > 0; i-- {
 		if s.panes[i].npending > 0 {
 			s.insertPane(&s.panes[i], size)
 		}
