@@ -2,10 +2,7 @@
 
 package bench
 
-import "syscall"
-
-// madvHugepage is MADV_HUGEPAGE, which package syscall does not name.
-const madvHugepage = 14
+import "golang.org/x/sys/unix"
 
 // adviseHugePages asks for transparent huge pages behind b.
-func adviseHugePages(b []byte) error { return syscall.Madvise(b, madvHugepage) }
+func adviseHugePages(b []byte) error { return unix.Madvise(b, unix.MADV_HUGEPAGE) }

@@ -297,7 +297,7 @@ func (b *Batch) prefetch(sh *shard, idx []int32) {
 			}
 			if n := len(se.panes); n > 0 {
 				p := &se.panes[n-1]
-				seen += p.total.count + uint64(p.npending)
+				seen += p.total.count // npending and the first pending values lie next to it
 			}
 		}
 	}

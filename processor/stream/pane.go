@@ -49,8 +49,9 @@ func (s *stats) merge(o *stats) {
 type pane struct {
 	start int64
 	total stats
-	// pending holds the last values for hist, not yet inserted: see series.addValue. npending lies in
-	// the cache line of start and total, which adding a record and firing a window read anyway.
+	// pending holds the last values for hist, not yet inserted: see series.addValue. npending lies next
+	// to start and total, which adding a record and firing a window read anyway: mostly in their
+	// cache line (a pane is 176 bytes, so where the line breaks depends on its place in the slice).
 	npending int
 	pending  [pendingValues]float64
 	hist     *sketch.Histogram // all values but the pending ones; nil unless the aggregation keeps a sketch

@@ -18,6 +18,9 @@ type series struct {
 	overflow bool
 	// pendingPanes is how many panes hold pending values (see addValue); they are nearly always the
 	// newest, so insertPending looks from the newest pane back and stops when it has found them all.
+	// It could be counted from the panes, but reading every pane's npending at every flush point
+	// costs a series of 60 panes (sliding 1m/1s, 100k series: 9.4-9.9 us per record against
+	// 8.4-9.2 with the count, BenchmarkIngest, three alternated runs).
 	pendingPanes int32
 	pos          int    // index in its shard's list
 	panes        []pane // sorted by start
