@@ -154,7 +154,7 @@ func TestSteadyIngestAllocatesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// Twice: a pane inserts its values into its sketch eight at a time, so the values still
+			// Twice: a series inserts its values into its pane's sketch 32 at a time, so the values still
 			// pending after the first pass reach the sketches in the second, which may grow them.
 			for i := range 2 * r.n {
 				feed(i)

@@ -1149,7 +1149,7 @@ func BenchmarkHeapPerSeries(b *testing.B) {
 		}},
 	}
 	for _, impl := range impls {
-		for _, values := range []int{1, 10} {
+		for _, values := range []int{1, 10, 100} {
 			b.Run(fmt.Sprintf("impl=%s/values=%d", impl.name, values), func(b *testing.B) {
 				batches := heapBatches()
 				rng := rand.New(rand.NewPCG(7, 7))

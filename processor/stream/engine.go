@@ -272,7 +272,7 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 // adding the records one by one would wait for every miss of one record's chain in turn. It changes
 // nothing: a guess that is wrong (a series further along its probe run, a record for an older pane)
 // only reads something else. The pane's sketch is not read: a record only adds its value to the
-// pane's pending values, and one record in pendingValues inserts them (see series.addValue).
+// series' pending values, and one record in pendingValues inserts them (see series.addValue).
 //
 // It runs for every batch. In a collector the engine's state is cold when a batch comes (the receiver
 // has decoded the batch and much else has run since the last one), and there prefetching saves a
@@ -289,16 +289,17 @@ func (b *Batch) prefetch(sh *shard, idx []int32) {
 	for _, i := range idx {
 		ses = append(ses, sh.table.slots[sh.table.pos(b.staged[i].hash)].se)
 	}
-	// The series' key and newest pane are both addressed from the series: one level.
+	// The series' key, its newest pane and its next pending value are all addressed from the series:
+	// one level.
 	for _, se := range ses {
 		if se != nil {
 			if len(se.key) > 0 {
 				seen += uint64(se.key[0])
 			}
 			if n := len(se.panes); n > 0 {
-				p := &se.panes[n-1]
-				seen += p.total.count // npending and the first pending values lie next to it
+				seen += se.panes[n-1].total.count
 			}
+			seen += math.Float64bits(se.pending[se.npending&(pendingValues-1)])
 		}
 	}
 	clear(ses)

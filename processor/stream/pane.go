@@ -49,24 +49,13 @@ func (s *stats) merge(o *stats) {
 type pane struct {
 	start int64
 	total stats
-	// pending holds the last values for hist, not yet inserted: see series.addValue. npending lies next
-	// to start and total, which adding a record and firing a window read anyway: mostly in their
-	// cache line (a pane is 176 bytes, so where the line breaks depends on its place in the slice).
-	npending int
-	pending  [pendingValues]float64
-	hist     *sketch.Histogram // all values but the pending ones; nil unless the aggregation keeps a sketch
+	hist  *sketch.Histogram // all values but its series' pending ones; nil unless the aggregation keeps a sketch
 	// delta holds the records added since the shard's last flush point that were late for a window
 	// containing this pane (LateUpdate). Between flush points the fired windows do not change, so one
 	// delta serves every window that will fire late for it.
 	delta     stats
 	deltaHist *sketch.Histogram // values of delta; nil unless the aggregation reports a histogram
 }
-
-// pendingValues is how many values a pane gathers before it inserts them into its sketch. In a
-// collector the engine's state is cold when a batch comes, and a sketch insert reads two or three
-// cache lines of the sketch and one of its counters on top of the pane's; gathered, the values of
-// eight records of a series pay for those lines once.
-const pendingValues = 8
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
 

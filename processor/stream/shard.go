@@ -128,7 +128,7 @@ func (s *shard) release(se *series) {
 	s.table.remove(se)
 	s.active[se.agg].Add(-1)
 	// The key of a result, and the attribute values taken from it, may point into the series (see
-	// setKey) and outlive it: drop what the series holds, so that they keep its 144 bytes alive and
+	// setKey) and outlive it: drop what the series holds, so that they keep its own bytes alive and
 	// not its panes' storage and its sliding-window sketch.
 	se.panes, se.acc = nil, nil
 }
