@@ -267,12 +267,12 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 }
 
 // prefetch reads, for all of a shard's records at once and one level at a time, the memory that
-// adding them will read: the table slot, then the series with its key and its newest pane. Each
-// level's reads are independent of one another, so the processor overlaps their cache misses, where
-// adding the records one by one would wait for every miss of one record's chain in turn. It changes
-// nothing: a guess that is wrong (a series further along its probe run, a record for an older pane)
-// only reads something else. The pane's sketch is not read: a record only adds its value to the
-// series' pending values, and one record in pendingValues inserts them (see series.addValue).
+// adding them will read: the table slot, then the series, on the lines of its key, its head and its
+// next pending value. Each level's reads are independent of one another, so the processor overlaps
+// their cache misses, where adding the records one by one would wait for every miss of one record's
+// chain in turn. It changes nothing: a guess that is wrong (a series further along its probe run)
+// only reads something else. Neither the pane nor its sketch is read: a record adds to its series'
+// head, and one record in pendingValues inserts the values gathered (see series.head and shard.add).
 //
 // It runs for every batch. In a collector the engine's state is cold when a batch comes (the receiver
 // has decoded the batch and much else has run since the last one), and there prefetching saves a
@@ -289,16 +289,13 @@ func (b *Batch) prefetch(sh *shard, idx []int32) {
 	for _, i := range idx {
 		ses = append(ses, sh.table.slots[sh.table.pos(b.staged[i].hash)].se)
 	}
-	// The series' key, its newest pane and its next pending value are all addressed from the series:
-	// one level.
+	// The series' key, its head and its next pending value (see series): one level.
 	for _, se := range ses {
 		if se != nil {
 			if len(se.key) > 0 {
 				seen += uint64(se.key[0])
 			}
-			if n := len(se.panes); n > 0 {
-				seen += se.panes[n-1].total.count
-			}
+			seen += se.head.count
 			seen += math.Float64bits(se.pending[se.npending&(pendingValues-1)])
 		}
 	}

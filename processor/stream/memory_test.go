@@ -159,3 +159,15 @@ func TestKeysOfResultsOutliveTheirSeriesCheaply(t *testing.T) {
 		t.Fatalf("the keys of results keep %.0f B per dropped series alive, want <= %.0f", perSeries, limit)
 	}
 }
+
+// A series is seven cache lines, so that its fields lie on the same lines in every series (see series):
+// a size class of 448 bytes holds series at multiples of 64 bytes from a page.
+func TestSeriesIsSevenCacheLines(t *testing.T) {
+	if n := unsafe.Sizeof(series{}); n != 448 {
+		t.Fatalf("a series is %d bytes, want 448: move its fields so that the first 128 bytes still hold the key and the head", n)
+	}
+	var se series
+	if off := unsafe.Offsetof(se.head) + unsafe.Sizeof(se.head); off > 128 {
+		t.Fatalf("the head ends at byte %d of the series, want <= 128", off)
+	}
+}

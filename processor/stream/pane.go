@@ -49,7 +49,7 @@ func (s *stats) merge(o *stats) {
 type pane struct {
 	start int64
 	total stats
-	hist  *sketch.Histogram // all values but its series' pending ones; nil unless the aggregation keeps a sketch
+	hist  *sketch.Histogram // its values; nil unless the aggregation keeps a sketch
 	// delta holds the records added since the shard's last flush point that were late for a window
 	// containing this pane (LateUpdate). Between flush points the fired windows do not change, so one
 	// delta serves every window that will fire late for it.
@@ -59,8 +59,8 @@ type pane struct {
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
 
-// add puts a record into the pane's aggregates but its sketch (see series.addValue); late says it is
-// late for a fired window of this pane.
+// add puts a record into the pane's aggregates but its sketch (see shard.add); late says it is late
+// for a fired window of this pane.
 func (p *pane) add(v float64, hasValue, late bool) {
 	p.total.add(v, hasValue)
 	if late {

@@ -7,38 +7,45 @@ import (
 )
 
 // series is one distinct key of one aggregation, with its live panes.
+//
+// Adding a record reads and writes the series alone, on three cache lines: the first two, which
+// finding it compares and which hold its head, and the one of its next pending value. A series is
+// 448 bytes, seven cache lines, so that its fields lie on the same lines in every series.
 type series struct {
 	// The fields that finding a series compares come first, with a short key in the series itself
 	// (see setKey), so that finding one reads one or two cache lines, not the series and then its key.
-	key    string
-	hash   uint64 // of agg and key, as Engine.hash
-	agg    int
-	keyBuf [inlineKeyLen]byte
+	key      string
+	hash     uint64 // of agg and key, as Engine.hash
+	agg      int32
+	npending int32 // values in pending
+	keyBuf   [inlineKeyLen]byte
+
+	// head is the totals of the pane starting at headStart, with every record added since it was
+	// taken from the pane, and headHist the pane's sketch; head.count == 0: no head. The pane's own
+	// totals are stale meanwhile, and the values in pending are not in headHist yet: see shard.add.
+	// Records mostly go to a series' newest pane, so they add to the head and leave the pane alone.
+	headStart int64
+	head      stats
+	headHist  *sketch.Histogram
 
 	overflow bool
-	// npending values of the pane starting at pendingStart wait in pending to go into its sketch (and
-	// acc): see addValue. They are kept by the series, not by every pane, as a record's values nearly
-	// always go to its newest pane; so a pane stays small, which a fine sliding window, with many
-	// panes to move at each slide, needs.
-	npending     int32
-	pendingStart int64
-	pos          int    // index in its shard's list
-	panes        []pane // sorted by start
-	pending      [pendingValues]float64
+	accOK    bool   // see acc
+	pos      int    // index in its shard's list
+	panes    []pane // sorted by start
+	pending  [pendingValues]float64
 
 	// For sliding windows with a sketch: acc holds the values of the panes in [accEnd-size, accEnd)
-	// but the pending ones (see addValue), kept up to date as values are inserted and panes leave, so
-	// that the next window's sketch is acc plus the pane that enters minus the pane that leaves
-	// rather than a merge of every pane.
+	// but the pending ones, kept up to date as they are inserted and panes leave, so that the next
+	// window's sketch is acc plus the pane that enters minus the pane that leaves rather than a merge
+	// of every pane.
 	acc    *sketch.Histogram
 	accEnd int64
-	accOK  bool
 }
 
-// pendingValues is how many values a series gathers before it inserts them into their pane's
-// sketch. In a collector the engine's state is cold when a batch comes, and a sketch insert reads
-// two or three cache lines of the sketch and one or two of its counters on top of the series' and
-// the pane's; gathered, the values of many records of a series pay for those lines once.
+// pendingValues is how many values a series gathers before it inserts them into its head's sketch.
+// In a collector the engine's state is cold when a batch comes, and a sketch insert reads two or
+// three cache lines of the sketch and one or two of its counters; gathered, the values of many
+// records of a series pay for those lines once.
 const pendingValues = 32 // a power of two: Batch.prefetch masks with it
 
 // inlineKeyLen is the longest key a series holds in itself. Three short strings, such as service,
@@ -86,51 +93,56 @@ func (s *series) paneAt(start int64) *pane {
 	return nil
 }
 
-// addValue adds v, a value of pane p, to the series' pending values. They belong to one pane: a
-// value of another pane first inserts them. When they are full, it inserts them into the pane's
-// sketch and, if the pane is in acc's range, into acc.
+// takeHead makes the pane starting at start, created if needed, the series' head.
+func (s *series) takeHead(start int64, g *windowing, sp *sketchPool, a *Aggregation) {
+	s.putHead(g)
+	p := s.pane(start, sp, a)
+	s.head, s.headStart, s.headHist = p.total, start, p.hist
+}
+
+// putHead writes the series' head back into its pane, with the pending values, and leaves the series
+// without a head.
 //
-// Every reader of a pane's sketch or of acc must call insertPending first: the shard does at every
-// flush point (flushSeries) and for a snapshot. Between two flush points nothing reads them, and acc's
-// range moves only at a flush point, so a pending value goes into acc exactly when its pane is in
-// acc's range when it is inserted, as it would have had it been inserted at once.
-func (s *series) addValue(p *pane, v float64, size int64) {
-	if s.npending > 0 && s.pendingStart != p.start {
-		s.insertPending(size)
+// Every reader of a pane or of acc must put the head back first: the shard does at every flush point
+// (flushSeries) and for a snapshot. Between two flush points nothing reads them, and acc's range
+// moves only at a flush point, so a value goes into acc exactly when its pane is in acc's range when
+// it is inserted, as it would have had it been inserted at once. The head's totals are the pane's
+// with the records added in order, so they are what adding them to the pane would have made, to
+// the last bit of the sum.
+func (s *series) putHead(g *windowing) {
+	if s.head.count == 0 {
+		return
 	}
-	s.pendingStart = p.start
-	s.pending[s.npending] = v
-	s.npending++
-	if s.npending == pendingValues {
-		s.insertInto(p, size)
+	s.insertPending(g)
+	s.paneAt(s.headStart).total = s.head
+	s.head, s.headHist = stats{}, nil
+}
+
+// addToHead adds a record to the series' head; hasValue says v is finite.
+func (s *series) addToHead(v float64, hasValue bool, g *windowing) {
+	s.head.add(v, hasValue)
+	if hasValue && s.headHist != nil {
+		s.pending[s.npending&(pendingValues-1)] = v
+		s.npending++
+		if s.npending == pendingValues {
+			s.insertPending(g)
+		}
 	}
 }
 
-// insertInto inserts the pending values into p, their pane: into its sketch, and into acc if p is in
-// acc's range.
-func (s *series) insertInto(p *pane, size int64) {
+// insertPending inserts the pending values into the head's sketch, and into acc if the head's pane
+// is in acc's range.
+func (s *series) insertPending(g *windowing) {
 	vs := s.pending[:s.npending]
 	for _, v := range vs {
-		p.hist.Insert(v)
+		s.headHist.Insert(v)
 	}
-	if s.inAcc(p.start, size) {
+	if len(vs) > 0 && s.inAcc(s.headStart, g.size) {
 		for _, v := range vs {
 			s.acc.Insert(v)
 		}
 	}
 	s.npending = 0
-}
-
-// insertPending inserts the pending values into their pane: see addValue.
-func (s *series) insertPending(size int64) {
-	if s.npending == 0 {
-		return
-	}
-	p := s.paneAt(s.pendingStart)
-	if p == nil || p.hist == nil {
-		panic("stream: pending values without their pane's sketch")
-	}
-	s.insertInto(p, size)
 }
 
 // inAcc reports whether a pane starting at p is one whose values acc holds.
@@ -151,7 +163,7 @@ func (s *series) firstPaneFrom(t int64) int {
 }
 
 // dropPanesBefore returns to the pool every pane starting before t, taking their values out of acc.
-// The pending values must have been inserted (flushSeries does so first).
+// The head must have been put back (flushSeries does so first).
 func (s *series) dropPanesBefore(t, size int64, sp *sketchPool) {
 	i := 0
 	for i < len(s.panes) && s.panes[i].start < t {

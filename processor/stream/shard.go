@@ -85,7 +85,7 @@ func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v f
 		s.active[agg].Add(-1)
 		return vd, true
 	}
-	se := &series{hash: h, agg: agg, pos: len(s.list)}
+	se := &series{hash: h, agg: int32(agg), pos: len(s.list)}
 	se.setKey(key)
 	s.table.insert(se)
 	s.list = append(s.list, se)
@@ -108,7 +108,7 @@ func (s *shard) overflowSeries(agg int) *series {
 	if se := s.overflow[agg]; se != nil {
 		return se
 	}
-	se := &series{agg: agg, overflow: true, pos: len(s.list)}
+	se := &series{agg: int32(agg), overflow: true, pos: len(s.list)}
 	s.overflow[agg] = se
 	s.list = append(s.list, se)
 	return se
@@ -135,17 +135,29 @@ func (s *shard) release(se *series) {
 
 // add puts a record of pane start, judged as verdict, into series se. A NaN or infinite v is counted
 // but left out of the value aggregates.
+//
+// An on-time record goes to the series' head (see series.head), which its pane becomes if it is not
+// already. A late one, rare, goes to its pane at once, with the delta that its late firing reports.
 func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 	hasValue := !math.IsNaN(v) && !math.IsInf(v, 0)
-	late := verdict == LateUpdate
+	if verdict != LateUpdate {
+		if se.head.count == 0 || se.headStart != start {
+			se.takeHead(start, &s.g, &s.pool, &s.aggs[se.agg])
+		}
+		se.addToHead(v, hasValue, &s.g)
+		return
+	}
+	// The head is not on this pane: a record is late for a pane once a window holding it has fired,
+	// which happens at a flush point, which puts every head back; only an on-time record takes one.
 	p := se.pane(start, &s.pool, &s.aggs[se.agg])
-	p.add(v, hasValue, late)
+	p.add(v, hasValue, true)
 	if hasValue && p.hist != nil {
-		se.addValue(p, v, s.g.size)
+		p.hist.Insert(v)
+		if se.inAcc(start, s.g.size) {
+			se.acc.Insert(v)
+		}
 	}
-	if late {
-		s.dirty = true
-	}
+	s.dirty = true
 }
 
 // flush is a flush point at watermark w: late firings of fired windows with late records, first
@@ -173,7 +185,7 @@ func (s *shard) flush(w int64) {
 
 func (s *shard) flushSeries(se *series, oldW, w int64) {
 	g := s.g
-	se.insertPending(g.size)
+	se.putHead(&s.g)
 	if s.dirty {
 		s.fireLate(se, oldW)
 	}
@@ -273,7 +285,7 @@ func (s *shard) emit(se *series, start, end int64, late bool) {
 		}
 	}
 	r := s.pending.next()
-	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.Late = se.agg, se.key, se.overflow, start, end, late
+	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.Late = int(se.agg), se.key, se.overflow, start, end, late
 	part := &s.wTotal
 	if late {
 		part = &s.wDelta

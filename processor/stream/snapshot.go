@@ -48,7 +48,7 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 	enc.uvarint(uint64(nSeries))
 	for _, sh := range shards {
 		for _, se := range sh.list {
-			se.insertPending(e.g.size)
+			se.putHead(&sh.g)
 			encodeSeries(enc, se)
 		}
 	}
@@ -166,9 +166,9 @@ func (e *Engine) Restore(b []byte) error {
 			overflow.adopt(se)
 			continue
 		}
-		se.hash = e.hash(se.agg, []byte(se.key))
+		se.hash = e.hash(int(se.agg), []byte(se.key))
 		sh := fresh[se.hash&e.mask]
-		if sh.table.find(se.hash, se.agg, []byte(se.key)) != nil {
+		if sh.table.find(se.hash, int(se.agg), []byte(se.key)) != nil {
 			d.fail()
 			break
 		}
@@ -265,7 +265,7 @@ func decodeSketch(d *decoder, want bool) *sketch.Histogram {
 }
 
 func (e *Engine) decodeSeries(d *decoder) *series {
-	se := &series{agg: d.index(len(e.aggs))}
+	se := &series{agg: int32(d.index(len(e.aggs)))}
 	se.overflow = d.bool()
 	se.setKey(d.raw()) // setKey copies
 	if d.err != nil {

@@ -31,7 +31,7 @@ func (t *seriesTable) find(h uint64, agg int, key []byte) *series {
 		if sl.se == nil {
 			return nil
 		}
-		if sl.hash == h && sl.se.agg == agg && sl.se.key == string(key) {
+		if sl.hash == h && int(sl.se.agg) == agg && sl.se.key == string(key) {
 			return sl.se
 		}
 	}

@@ -32,7 +32,7 @@ func TestSeriesTableMatchesMap(t *testing.T) {
 			switch rng.IntN(3) {
 			case 0: // insert if absent
 				if want[k] == nil {
-					se := &series{key: k.key, agg: k.agg, hash: h}
+					se := &series{key: k.key, agg: int32(k.agg), hash: h}
 					tb.insert(se)
 					want[k] = se
 					held = append(held, se)
@@ -46,14 +46,14 @@ func TestSeriesTableMatchesMap(t *testing.T) {
 				held[i] = held[len(held)-1]
 				held = held[:len(held)-1]
 				tb.remove(se)
-				delete(want, id{se.agg, se.key})
+				delete(want, id{int(se.agg), se.key})
 			}
 			if tb.n != len(want) {
 				t.Fatalf("seed %d op %d: table holds %d, map %d", seed, op, tb.n, len(want))
 			}
 			// Every held series is found under its own hash, and an absent one is not.
 			for _, se := range held {
-				if got := tb.find(se.hash, se.agg, []byte(se.key)); got != se {
+				if got := tb.find(se.hash, int(se.agg), []byte(se.key)); got != se {
 					t.Fatalf("seed %d op %d: find(%d, %q) = %p, want %p", seed, op, se.agg, se.key, got, se)
 				}
 			}
