@@ -272,7 +272,8 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 // their cache misses, where adding the records one by one would wait for every miss of one record's
 // chain in turn. It changes nothing: a guess that is wrong (a series further along its probe run)
 // only reads something else. Neither the pane nor its sketch is read: a record adds to its series'
-// head, and one record in pendingValues inserts the values gathered (see series.head and shard.add).
+// head, and reads its pane only when the head moves to it; one record in pendingValues inserts the
+// values gathered into the sketch (see series.head and shard.add).
 //
 // It runs for every batch. In a collector the engine's state is cold when a batch comes (the receiver
 // has decoded the batch and much else has run since the last one), and there prefetching saves a

@@ -34,9 +34,9 @@ func heapAfterFlood(t *testing.T, keys, maxSeries int) (bytes float64, st Stats)
 		b := e.Begin(clk.Now())
 		for j := 0; j < 1000 && i < keys; j, i = j+1, i+1 {
 			key = strconv.AppendInt(append(key[:0], "service-"...), int64(i), 10)
-			// A held series gets ten records in its pane's sketch, a latency-like spread, and its
-			// pending values in full (see series.addValue); the others, bound for the overflow series,
-			// one each.
+			// A held series gets records with a latency-like spread: pendingValues of them go into its
+			// pane's sketch, and ten more wait in its pending values (see series.addToHead); the
+			// others, bound for the overflow series, one each.
 			records := 1
 			if i < maxSeries {
 				records = pendingValues + 10

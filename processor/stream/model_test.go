@@ -610,6 +610,7 @@ type modelConfig struct {
 	emptyKey                                    bool  // one of the keys is ""
 	base                                        int64 // wall clock at the start, Unix ns; 0: a random one in the 2020s
 	seeds, ops                                  int
+	maxBatch                                    int // records per batch, at most; 0: 20
 	shards                                      int
 	maxSeries                                   int     // 0: large (no overflow)
 	snapBeforeCollectRate, snapAfterCollectRate float64 // snapshot test only
@@ -667,6 +668,12 @@ func modelConfigs() []modelConfig {
 		{name: "sliding10s/2.5s-near-epoch", size: 10 * s, slide: 2500 * time.Millisecond, lateness: 5 * s,
 			ooo: s, idle: 4 * s, skew: 5 * s, keys: 4, base: int64(12 * s), seeds: 40, ops: 20,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		// Many records per series and batch, out of order over a few panes: a series' head moves from
+		// pane to pane, taking and putting back totals and pending values (TestFullPendingValues...
+		// fills one).
+		{name: "sliding4s/1s-dense", size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 2,
+			maxBatch: 300, seeds: 24, ops: 16,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
 		{name: "sliding40ns/10ns", size: 40, slide: 10, lateness: 25, ooo: 7, idle: 50, skew: 30, keys: 4,
 			seeds: 40, ops: 24,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Quantiles: []float64{0.5}}}},
@@ -783,7 +790,7 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 			lag = randIn(rng, 0, size)
 		}
 		op := scenOp{batchNow: now}
-		n := 1 + rng.IntN(20)
+		n := 1 + rng.IntN(cmp.Or(c.maxBatch, 20))
 		if rng.IntN(20) == 0 {
 			n = 0
 		}
@@ -1895,5 +1902,44 @@ func TestStagedEqualsOneAtATimeWhenCollectedEveryBatch(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFullPendingValuesOfAPaneInTheSlidingSketch holds the engine to the model on a stream that the
+// random scenarios reach rarely: a series' head gathers pendingValues values, and inserts them, while
+// its pane is in the range of the series' sliding-window sketch (a window holding the pane has fired,
+// and with no allowed lateness the pane's records are still on time for the windows after it).
+func TestFullPendingValuesOfAPaneInTheSlidingSketch(t *testing.T) {
+	s := int64(time.Second)
+	c := &modelConfig{name: "sliding4s/1s-full-pending", size: 4 * time.Second, slide: time.Second,
+		skew: time.Minute, aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}}
+	base := realNow
+	p := base + 10*s // the pane the records go to
+	rng := rand.New(rand.NewPCG(3, 5))
+	inPane := func(n int) []refRec {
+		var recs []refRec
+		for i := range n {
+			for agg := range 2 {
+				recs = append(recs, refRec{agg: agg, key: "k", t: p + int64(i)*s/int64(n), v: math.Exp(3 + rng.NormFloat64())})
+			}
+		}
+		return recs
+	}
+	sc := &scenario{cfg: c, seed: 0, base: base, ops: []scenOp{
+		// Records in the two panes before p as well, so that the fired window merges several panes
+		// and the series keeps a sliding-window sketch.
+		{batchNow: base + 12*s, collectNow: base + 12*s, recs: append([]refRec{
+			{agg: 0, key: "k", t: p - 2*s, v: 3}, {agg: 0, key: "k", t: p - s, v: 4}, {agg: 1, key: "k", t: p - s, v: 5},
+		}, inPane(3*pendingValues+5)...)},
+		// W passes p+1s: the window [p-3s, p+1s) fires, and the sliding sketch holds it.
+		{batchNow: base + 12*s, collectNow: base + 12*s, recs: []refRec{{agg: 0, key: "k", t: p + 1500*time.Millisecond.Nanoseconds(), v: 1}}},
+		// On time for the windows ending at p+2s, p+3s and p+4s: into the pane, and into the sketch.
+		{batchNow: base + 12*s, collectNow: base + 12*s, recs: inPane(3*pendingValues + 7)},
+		{batchNow: base + 30*s, collectNow: base + 30*s, recs: []refRec{{agg: 0, key: "k", t: base + 29*s, v: 2}}},
+	}}
+	for _, opt := range []runOptions{{}, {staged: true}} {
+		if f := runScenario(sc, opt); f != nil {
+			reportFailure(t, sc, opt, f)
+		}
 	}
 }

@@ -103,7 +103,7 @@ func (s *series) takeHead(start int64, g *windowing, sp *sketchPool, a *Aggregat
 // putHead writes the series' head back into its pane, with the pending values, and leaves the series
 // without a head.
 //
-// Every reader of a pane or of acc must put the head back first: the shard does at every flush point
+// Every reader of the head's pane or of acc must put the head back first: the shard does at every flush point
 // (flushSeries) and for a snapshot. Between two flush points nothing reads them, and acc's range
 // moves only at a flush point, so a value goes into acc exactly when its pane is in acc's range when
 // it is inserted, as it would have had it been inserted at once. The head's totals are the pane's
@@ -119,9 +119,12 @@ func (s *series) putHead(g *windowing) {
 }
 
 // addToHead adds a record to the series' head; hasValue says v is finite.
+//
+// The value goes to pending even when the aggregation keeps no sketch, where insertPending drops it:
+// checking headHist here would read another cache line of the series for every record.
 func (s *series) addToHead(v float64, hasValue bool, g *windowing) {
 	s.head.add(v, hasValue)
-	if hasValue && s.headHist != nil {
+	if hasValue {
 		s.pending[s.npending&(pendingValues-1)] = v
 		s.npending++
 		if s.npending == pendingValues {
@@ -134,6 +137,10 @@ func (s *series) addToHead(v float64, hasValue bool, g *windowing) {
 // is in acc's range.
 func (s *series) insertPending(g *windowing) {
 	vs := s.pending[:s.npending]
+	s.npending = 0
+	if s.headHist == nil {
+		return // the aggregation keeps no sketch
+	}
 	for _, v := range vs {
 		s.headHist.Insert(v)
 	}
@@ -142,7 +149,6 @@ func (s *series) insertPending(g *windowing) {
 			s.acc.Insert(v)
 		}
 	}
-	s.npending = 0
 }
 
 // inAcc reports whether a pane starting at p is one whose values acc holds.

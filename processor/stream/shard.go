@@ -149,6 +149,11 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 	}
 	// The head is not on this pane: a record is late for a pane once a window holding it has fired,
 	// which happens at a flush point, which puts every head back; only an on-time record takes one.
+	// Were it on it, putting it back after this record would overwrite the record in the totals: put
+	// it back first, at the cost of one comparison on this rare path, rather than rely on that alone.
+	if se.head.count > 0 && se.headStart == start {
+		se.putHead(&s.g)
+	}
 	p := se.pane(start, &s.pool, &s.aggs[se.agg])
 	p.add(v, hasValue, true)
 	if hasValue && p.hist != nil {
