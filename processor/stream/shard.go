@@ -156,11 +156,8 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 	}
 	p := se.pane(start, &s.pool, &s.aggs[se.agg])
 	p.add(v, hasValue, true)
-	if hasValue && p.hist != nil {
-		p.hist.Insert(v)
-		if se.inAcc(start, s.g.size) {
-			se.acc.Insert(v)
-		}
+	if hasValue {
+		se.insertValues(p.hist, start, []float64{v}, s.g.size)
 	}
 	s.dirty = true
 }
