@@ -590,11 +590,19 @@ func (h *Histogram) clamp(v float64) float64 {
 // computed as 2^(i*2^-scale) * 2base/(1+base) in log space to stay finite
 // for all in-range buckets at all scales.
 func (h *Histogram) bucketMid(i int) float64 {
-	inv := math.Ldexp(1, -int(h.scale)) // log2(base)
-	// log2(2*base/(1+base)) = 1 - log2(1 + 1/base)
-	c := 1 - math.Log1p(math.Exp2(-inv))/math.Ln2
-	return math.Exp2(lowerBoundLog2(i, h.scale) + c)
+	return math.Exp2(lowerBoundLog2(i, h.scale) + midLog2[h.scale-MinScale])
 }
+
+// midLog2 holds, for each scale, log2(2*base/(1+base)) = 1 - log2(1 + 1/base), the distance in log
+// space from a bucket's lower bound to its 2LU/(L+U): a constant of the scale, computed once rather
+// than with a Log1p and an Exp2 for every quantile.
+var midLog2 = func() (t [MaxScale - MinScale + 1]float64) {
+	for s := MinScale; s <= MaxScale; s++ {
+		inv := math.Ldexp(1, -int(s)) // log2(base)
+		t[s-MinScale] = 1 - math.Log1p(math.Exp2(-inv))/math.Ln2
+	}
+	return t
+}()
 
 // NearestRank returns the 0-based rank k = ceil(q*n) - 1 of the nearest-rank
 // quantile q among n sorted values, clamped to [0, n-1]. A relative slack of
