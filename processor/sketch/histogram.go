@@ -553,6 +553,29 @@ func walk(b *buckets, r *uint64, down bool) (int, bool) {
 		return 0, false
 	}
 	rank := *r
+	if b.wlog == 0 {
+		// One byte per counter, the width of every window of fewer than 256 values per bucket:
+		// walk the counters where they are rather than widening chunks of them first.
+		d := b.data[f : l+1]
+		if down {
+			for j := len(d) - 1; j >= 0; j-- {
+				c := uint64(d[j])
+				if rank < c {
+					return f + j + int(b.lo), true
+				}
+				rank -= c
+			}
+		} else {
+			for j, c := range d {
+				if rank < uint64(c) {
+					return f + j + int(b.lo), true
+				}
+				rank -= uint64(c)
+			}
+		}
+		*r = rank
+		return 0, false
+	}
 	var buf [runChunk]uint64
 	if down {
 		for end := l + 1; end > f; end -= runChunk {
