@@ -554,8 +554,8 @@ func walk(b *buckets, r *uint64, down bool) (int, bool) {
 	}
 	rank := *r
 	if b.wlog == 0 {
-		// One byte per counter, the width of every window of fewer than 256 values per bucket:
-		// walk the counters where they are rather than widening chunks of them first.
+		// Byte counters (until a counter first passes 255): slot s is data[s], so scan them in
+		// place rather than copying them out 64 at a time.
 		d := b.data[f : l+1]
 		if down {
 			for j := len(d) - 1; j >= 0; j-- {
@@ -616,13 +616,12 @@ func (h *Histogram) bucketMid(i int) float64 {
 	return math.Exp2(lowerBoundLog2(i, h.scale) + midLog2[h.scale-MinScale])
 }
 
-// midLog2 holds, for each scale, log2(2*base/(1+base)) = 1 - log2(1 + 1/base), the distance in log
-// space from a bucket's lower bound to its 2LU/(L+U): a constant of the scale, computed once rather
-// than with a Log1p and an Exp2 for every quantile.
+// midLog2 holds, for each scale s at index s-MinScale, log2(2*base/(1+base)) = 1 - log2(1 + 1/base),
+// the distance in log space from a bucket's lower bound to its 2LU/(L+U): a constant of the scale.
 var midLog2 = func() (t [MaxScale - MinScale + 1]float64) {
 	for s := MinScale; s <= MaxScale; s++ {
-		inv := math.Ldexp(1, -int(s)) // log2(base)
-		t[s-MinScale] = 1 - math.Log1p(math.Exp2(-inv))/math.Ln2
+		lb := math.Ldexp(1, -int(s)) // log2(base)
+		t[s-MinScale] = 1 - math.Log1p(math.Exp2(-lb))/math.Ln2
 	}
 	return t
 }()
