@@ -59,15 +59,14 @@ type pane struct {
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
 
-// add puts a record into the pane's aggregates but its sketch (see shard.add); late says it is late
-// for a fired window of this pane.
-func (p *pane) add(v float64, hasValue, late bool) {
+// addLate puts a record that is late for a fired window of this pane into its totals and its delta,
+// and the value into the delta's sketch; the caller inserts the value into the pane's own sketch (see
+// shard.add). On-time records go to the series' head, not here.
+func (p *pane) addLate(v float64, hasValue bool) {
 	p.total.add(v, hasValue)
-	if late {
-		p.delta.add(v, hasValue)
-		if hasValue && p.deltaHist != nil {
-			p.deltaHist.Insert(v)
-		}
+	p.delta.add(v, hasValue)
+	if hasValue && p.deltaHist != nil {
+		p.deltaHist.Insert(v)
 	}
 }
 

@@ -155,7 +155,7 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 		se.putHead(&s.g)
 	}
 	p := se.pane(start, &s.pool, &s.aggs[se.agg])
-	p.add(v, hasValue, true)
+	p.addLate(v, hasValue)
 	if hasValue {
 		se.insertValues(p.hist, start, []float64{v}, s.g.size)
 	}
