@@ -3,6 +3,10 @@
 // of late, too-late, future and timestamp-less records, so that the watermark, the allowed
 // lateness and the late-data pipeline all get exercised.
 //
+// For the first -warm-up (5 s) every record is on time: a freshly started collector has no
+// watermark, so it would take late records in its first batches for on-time ones; the warm-up lets
+// those batches set the watermark from now before the first late record arrives.
+//
 //	go run ./cmd/loadgen -rate 500 -late 0.05 -too-late 0.02 -duration 1m
 //
 // Every record carries the attribute loadgen.kind (on-time, late, too-late, future or invalid),
@@ -77,7 +81,8 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(errOut, "Usage: loadgen [flags]\n\n"+
 			"Sends OTLP spans and logs over gRPC (insecure) with event times around now, some of them\n"+
-			"late, too late, in the future or without a timestamp. Stops on SIGINT/SIGTERM or after -duration.\n\n")
+			"late, too late, in the future or without a timestamp (after a -warm-up of on-time records only).\n"+
+			"Stops on SIGINT/SIGTERM or after -duration.\n\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.endpoint, "endpoint", "127.0.0.1:4317", "OTLP gRPC `host:port` of the collector (no TLS)")
@@ -89,6 +94,12 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.gen.Series, "series", 4, "distinct span names per service")
 	fs.DurationVar(&o.gen.OutOfOrder, "out-of-order", 2*time.Second,
 		"event times are now minus a uniform jitter in [0, this)")
+	// The warm-up's default is a few seconds: at the default rate that is 20 batches, enough for the
+	// first ones to have set a fresh collector's watermark before the first late record is built.
+	fs.DurationVar(&o.gen.WarmUp, "warm-up", 5*time.Second,
+		"send only on-time records for this long from the first batch, so that a freshly started\n"+
+			"collector sets its watermark from now before any late, too-late, future or invalid record\n"+
+			"arrives (its first batches are judged against no watermark: all on time); 0 for none")
 	fs.Float64Var(&o.gen.Late, "late", 0, "share (0..1) of records stamped -late-by in the past, within allowed lateness")
 	fs.DurationVar(&o.gen.LateBy, "late-by", 20*time.Second, "how far in the past -late records are stamped")
 	fs.Float64Var(&o.gen.TooLate, "too-late", 0,

@@ -131,7 +131,7 @@ func TestSendsExpectedRecords(t *testing.T) {
 	s, addr := startSink(t)
 	const rate, batch, dur = 2000, 100, 600 * time.Millisecond
 	o := mustParse(t, "-endpoint", addr, "-rate", "2000", "-batch", "100", "-duration", dur.String(),
-		"-late", "0.2", "-too-late", "0.1", "-future", "0.05", "-invalid", "0.05", "-quiet")
+		"-late", "0.2", "-too-late", "0.1", "-future", "0.05", "-invalid", "0.05", "-warm-up", "0", "-quiet")
 	var out, errOut bytes.Buffer
 	start := time.Now()
 	sum, err := run(context.Background(), o, &out, &errOut)
@@ -187,8 +187,38 @@ func TestSendsExpectedRecords(t *testing.T) {
 			t.Errorf("server got %d %v records, client counted %d", s.kinds[k.String()], k, sum.Kinds[k])
 		}
 	}
+	// Without a warm-up, late records come from the first batch on: 20% of at least 200 records.
+	if s.kinds[gen.Late.String()] == 0 {
+		t.Errorf("no late records with -warm-up 0: %v", s.kinds)
+	}
 	if len(s.series) != 3*4 {
 		t.Errorf("%d span series, want 12: %v", len(s.series), s.series)
+	}
+}
+
+// TestWarmUpSendsOnTimeOnly runs within a warm-up longer than the run: the endpoint gets on-time
+// records only, however large the other shares. (The warm-up's end, on an injected clock, is tested
+// in package gen.)
+func TestWarmUpSendsOnTimeOnly(t *testing.T) {
+	s, addr := startSink(t)
+	o := mustParse(t, "-endpoint", addr, "-rate", "2000", "-batch", "50", "-duration", "300ms",
+		"-late", "0.4", "-too-late", "0.3", "-future", "0.1", "-invalid", "0.1", "-warm-up", "1h")
+	var out, errOut bytes.Buffer
+	sum, err := run(context.Background(), o, &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := s.spans + s.logs
+	if total == 0 || s.kinds[gen.OnTime.String()] != total || sum.Kinds[gen.OnTime] != total {
+		t.Fatalf("within the warm-up the server got kinds %v (%d records), client counted %v", s.kinds, total, sum.Kinds)
+	}
+	if !strings.Contains(out.String(), "warm-up: on-time records only for the first 1h0m0s") {
+		t.Errorf("no warm-up line in:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "warm-up over") {
+		t.Errorf("warm-up reported over within the hour:\n%s", out.String())
 	}
 }
 
@@ -329,7 +359,8 @@ func TestParseFlags(t *testing.T) {
 		!o.spans || !o.logs || o.seed != 1 || o.quiet ||
 		o.gen.Services != 3 || o.gen.Series != 4 || o.gen.OutOfOrder != 2*time.Second ||
 		o.gen.Late != 0 || o.gen.LateBy != 20*time.Second || o.gen.TooLate != 0 ||
-		o.gen.TooLateBy != 5*time.Minute || o.gen.Future != 0 || o.gen.FutureBy != time.Hour || o.gen.Invalid != 0 {
+		o.gen.TooLateBy != 5*time.Minute || o.gen.Future != 0 || o.gen.FutureBy != time.Hour || o.gen.Invalid != 0 ||
+		o.gen.WarmUp != 5*time.Second {
 		t.Fatalf("defaults: %+v", o)
 	}
 	if got := o.interval(); got != 250*time.Millisecond {
@@ -350,6 +381,7 @@ func TestParseFlags(t *testing.T) {
 		{"-late", "1.5"},
 		{"-late", "0.6", "-too-late", "0.6"},
 		{"-invalid", "-0.1"},
+		{"-warm-up", "-1s"},
 		{"-services", "0"},
 		{"-concurrency", "0"},
 		{"stray"},
@@ -364,7 +396,8 @@ func TestParseFlags(t *testing.T) {
 	if code := realMain([]string{"-rate", "-3"}, &out, &errOut); code != 2 {
 		t.Errorf("bad flag exit code %d, want 2", code)
 	}
-	if code := realMain([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "-too-late-by") {
+	if code := realMain([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "-too-late-by") ||
+		!strings.Contains(errOut.String(), "-warm-up") {
 		t.Errorf("-h exit code %d, usage:\n%s", code, errOut.String())
 	}
 }

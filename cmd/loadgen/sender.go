@@ -194,6 +194,13 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 			"%d services × %d series, seed %d\n",
 			o.signalNames(), o.endpoint, o.rate, o.batch, interval, o.gen.Services, o.gen.Series, o.seed)
 	}
+	// warm is true until the first batch past the warm-up has been built; its end is reported if
+	// there are other records than on-time ones to mix in.
+	warm := o.gen.WarmUp > 0
+	mixed := o.gen.Late+o.gen.TooLate+o.gen.Future+o.gen.Invalid > 0
+	if warm && mixed && !o.quiet {
+		fmt.Fprintf(out, "loadgen: warm-up: on-time records only for the first %v\n", o.gen.WarmUp)
+	}
 	waitConnected(ctx, conn, o.timeout)
 	exp := exporter{
 		traces:  ptraceotlp.NewGRPCClient(conn),
@@ -244,6 +251,13 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 		}
 		if o.spans && o.logs {
 			nextSpans = !nextSpans
+		}
+		if warm && !g.WarmingUp(now) {
+			warm = false
+			if mixed && !o.quiet {
+				fmt.Fprintf(out, "loadgen %.1fs: warm-up over: records of every configured kind from now on\n",
+					now.Sub(start).Seconds())
+			}
 		}
 		for {
 			select {

@@ -1,6 +1,7 @@
 // Package gen builds the spans and logs that the load generator sends: which services and series
 // they belong to, their attributes, and their event times relative to an injected "now", with a
-// configurable share of late, too-late, future and timestamp-less records.
+// configurable share of late, too-late, future and timestamp-less records, and an optional warm-up
+// during which every record is on time.
 //
 // All randomness comes from the *rand.Rand handed to New, so a batch is a pure function of the
 // configuration, the seed, the sequence of calls and the times passed in.
@@ -98,6 +99,12 @@ type Config struct {
 
 	OutOfOrder time.Duration // on-time event times are now minus a jitter in [0, OutOfOrder)
 
+	// WarmUp is how long, from the now of the first batch, every record is on time whatever the
+	// shares below say. A freshly started collector has no watermark yet, so everything in its first
+	// batches is on time, late or not; the warm-up lets those batches set the watermark from now,
+	// so that the first late record is judged against it. 0: no warm-up.
+	WarmUp time.Duration
+
 	Late      float64
 	LateBy    time.Duration
 	TooLate   float64
@@ -133,7 +140,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"late-by", c.LateBy}, {"too-late-by", c.TooLateBy}, {"future-by", c.FutureBy}} {
+	}{{"late-by", c.LateBy}, {"too-late-by", c.TooLateBy}, {"future-by", c.FutureBy}, {"warm-up", c.WarmUp}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, got %v", d.name, d.v))
 		}
@@ -149,6 +156,10 @@ type Generator struct {
 	names    []string // span name per series index
 	methods  []string
 	routes   []string
+
+	started   bool      // a batch has been built
+	warm      bool      // the warm-up is on: from the first batch until one at or past warmUntil
+	warmUntil time.Time // the first batch's now plus WarmUp
 }
 
 // New returns a generator drawing from rng.
@@ -183,8 +194,32 @@ func (g *Generator) Config() Config { return g.cfg }
 // SeriesCount is the number of distinct (service, span name) pairs: Services × Series.
 func (g *Generator) SeriesCount() int { return g.cfg.Services * g.cfg.Series }
 
-// kind draws a record's kind by the configured shares.
-func (g *Generator) kind() Kind {
+// WarmingUp reports whether a batch built at now would hold on-time records only. Before the
+// first batch it is true unless WarmUp is 0.
+func (g *Generator) WarmingUp(now time.Time) bool {
+	if !g.started {
+		return g.cfg.WarmUp > 0
+	}
+	return g.warm && now.Before(g.warmUntil)
+}
+
+// begin is called at the start of every batch: the first one starts the warm-up, the first one at
+// or past its end ends it for good (a clock stepping back later does not bring it back). It returns
+// whether the batch is within the warm-up.
+func (g *Generator) begin(now time.Time) bool {
+	if !g.started {
+		g.started, g.warm, g.warmUntil = true, true, now.Add(g.cfg.WarmUp)
+	}
+	g.warm = g.WarmingUp(now)
+	return g.warm
+}
+
+// kind draws a record's kind by the configured shares; during the warm-up every record is on time
+// and nothing is drawn.
+func (g *Generator) kind(warm bool) Kind {
+	if warm {
+		return OnTime
+	}
 	u := g.rng.Float64()
 	c := g.cfg
 	switch {
@@ -261,8 +296,9 @@ func putUint64(b []byte, v uint64) {
 }
 
 // Spans returns n server spans, grouped by service into one ResourceSpans each, and how many of
-// each kind it holds. A span's event time is its end time.
+// each kind it holds. A span's event time is its end time. During the warm-up all are on time.
 func (g *Generator) Spans(now time.Time, n int) (ptrace.Traces, Counts) {
+	warm := g.begin(now)
 	td := ptrace.NewTraces()
 	var counts Counts
 	bySvc := make([]ptrace.SpanSlice, g.cfg.Services)
@@ -276,7 +312,7 @@ func (g *Generator) Spans(now time.Time, n int) (ptrace.Traces, Counts) {
 			ss.Scope().SetName(ScopeName)
 			bySvc[svc], have[svc] = ss.Spans(), true
 		}
-		k := g.kind()
+		k := g.kind(warm)
 		counts[k]++
 
 		sp := bySvc[svc].AppendEmpty()
@@ -316,8 +352,9 @@ var severities = []struct {
 
 // Logs returns n log records, grouped by service into one ResourceLogs each, and how many of each
 // kind it holds. A record's event time is its timestamp; its observed timestamp is now, except for
-// Invalid records, which have neither.
+// Invalid records, which have neither. During the warm-up all are on time.
 func (g *Generator) Logs(now time.Time, n int) (plog.Logs, Counts) {
+	warm := g.begin(now)
 	ld := plog.NewLogs()
 	var counts Counts
 	bySvc := make([]plog.LogRecordSlice, g.cfg.Services)
@@ -331,7 +368,7 @@ func (g *Generator) Logs(now time.Time, n int) (plog.Logs, Counts) {
 			sl.Scope().SetName(ScopeName)
 			bySvc[svc], have[svc] = sl.LogRecords(), true
 		}
-		k := g.kind()
+		k := g.kind(warm)
 		counts[k]++
 
 		lr := bySvc[svc].AppendEmpty()

@@ -98,6 +98,11 @@ func allLogs(ld plog.Logs) []logRec {
 
 // checkEventTime reports whether ts fits the window its kind promises relative to testNow.
 func checkEventTime(cfg Config, k Kind, ts time.Time) error {
+	return checkEventTimeAt(cfg, testNow, k, ts)
+}
+
+// checkEventTimeAt is checkEventTime relative to the batch's now.
+func checkEventTimeAt(cfg Config, now time.Time, k Kind, ts time.Time) error {
 	in := func(lo, hi time.Time) error {
 		if ts.Before(lo) || ts.After(hi) {
 			return fmt.Errorf("%v record at %v, want within [%v, %v]", k, ts, lo, hi)
@@ -106,16 +111,16 @@ func checkEventTime(cfg Config, k Kind, ts time.Time) error {
 	}
 	switch k {
 	case OnTime:
-		return in(testNow.Add(-cfg.OutOfOrder), testNow)
+		return in(now.Add(-cfg.OutOfOrder), now)
 	case Late:
-		return in(testNow.Add(-cfg.LateBy-cfg.OutOfOrder), testNow.Add(-cfg.LateBy))
+		return in(now.Add(-cfg.LateBy-cfg.OutOfOrder), now.Add(-cfg.LateBy))
 	case TooLate:
-		return in(testNow.Add(-cfg.TooLateBy-cfg.OutOfOrder), testNow.Add(-cfg.TooLateBy))
+		return in(now.Add(-cfg.TooLateBy-cfg.OutOfOrder), now.Add(-cfg.TooLateBy))
 	case Future:
-		if !ts.After(testNow) {
-			return fmt.Errorf("future record at %v, not after now %v", ts, testNow)
+		if !ts.After(now) {
+			return fmt.Errorf("future record at %v, not after now %v", ts, now)
 		}
-		return in(testNow.Add(cfg.FutureBy), testNow.Add(cfg.FutureBy+cfg.OutOfOrder))
+		return in(now.Add(cfg.FutureBy), now.Add(cfg.FutureBy+cfg.OutOfOrder))
 	}
 	return fmt.Errorf("checkEventTime called for %v", k)
 }
@@ -388,6 +393,7 @@ func TestValidate(t *testing.T) {
 		"shares above 1":    func(c *Config) { c.Late, c.TooLate = 0.6, 0.5 },
 		"negative late-by":  func(c *Config) { c.LateBy = -time.Second },
 		"negative too-late": func(c *Config) { c.TooLateBy = -time.Second },
+		"negative warm-up":  func(c *Config) { c.WarmUp = -time.Second },
 	}
 	for name, mutate := range bad {
 		cfg := testConfig()
