@@ -17,6 +17,11 @@ type Config struct {
 	IdleTimeout       time.Duration // 0: off
 	MaxFutureSkew     time.Duration
 	AllowedLateness   time.Duration
+	// PerSource gives each source (see Batch.SetSource) a watermark of its own; W is the least over
+	// the sources heard from within SourceIdleTimeout, of which at most MaxSources are held.
+	PerSource         bool
+	SourceIdleTimeout time.Duration
+	MaxSources        int
 	Aggregations      []Aggregation
 	// Shards is the number of independently locked parts of the series table; 0 picks a default.
 	Shards int
@@ -39,6 +44,16 @@ func (a Aggregation) keepsSketch() bool { return a.Histogram || len(a.Quantiles)
 // maxDuration keeps window arithmetic far from int64 overflow: about 36 years.
 const maxDuration = time.Duration(math.MaxInt64 / 256)
 
+// MaxPanesPerWindow bounds size/slide: a record is in that many windows, and one record can make that
+// many firings.
+const MaxPanesPerWindow = 10000
+
+// MaxSourcesLimit bounds MaxSources: a source's slot is kept in 16 bits per staged record.
+const MaxSourcesLimit = 1<<16 - 1
+
+// maxAggregations bounds the aggregations: an aggregation's index is kept in 16 bits per staged record.
+const maxAggregations = 1<<16 - 1
+
 // Validate checks the engine-level rules; the component's Config.Validate names the YAML keys.
 func (c Config) Validate() error {
 	var errs []error
@@ -50,6 +65,16 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("window slide must be > 0 and <= size"))
 	} else if c.Size%slide != 0 {
 		errs = append(errs, errors.New("window size must be a whole multiple of slide"))
+	} else if c.Size/slide > MaxPanesPerWindow {
+		errs = append(errs, fmt.Errorf("window size/slide must be at most %d", MaxPanesPerWindow))
+	}
+	if c.PerSource {
+		if c.SourceIdleTimeout <= 0 || c.SourceIdleTimeout > maxDuration {
+			errs = append(errs, fmt.Errorf("source idle timeout must be > 0 and <= %s", maxDuration))
+		}
+		if c.MaxSources <= 0 || c.MaxSources > MaxSourcesLimit {
+			errs = append(errs, fmt.Errorf("max sources must be between 1 and %d", MaxSourcesLimit))
+		}
 	}
 	for name, d := range map[string]time.Duration{
 		"size": c.Size, "max_out_of_orderness": c.MaxOutOfOrderness, "idle_timeout": c.IdleTimeout,
@@ -61,6 +86,8 @@ func (c Config) Validate() error {
 	}
 	if len(c.Aggregations) == 0 {
 		errs = append(errs, errors.New("at least one aggregation is required"))
+	} else if len(c.Aggregations) > maxAggregations {
+		errs = append(errs, fmt.Errorf("at most %d aggregations", maxAggregations))
 	}
 	for i, a := range c.Aggregations {
 		if a.MaxSeries <= 0 {

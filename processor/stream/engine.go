@@ -55,7 +55,7 @@ func New(cfg Config) (*Engine, error) {
 		aggs:   append([]Aggregation(nil), cfg.Aggregations...),
 		clock:  cfg.Clock,
 		skew:   int64(cfg.MaxFutureSkew),
-		wm:     newWatermark(int64(cfg.MaxOutOfOrderness), int64(cfg.IdleTimeout)),
+		wm:     newWatermark(cfg),
 		seed:   maphash.MakeSeed(),
 		mask:   uint64(n - 1),
 		active: make([]atomic.Int64, len(cfg.Aggregations)),
@@ -76,9 +76,9 @@ func New(cfg Config) (*Engine, error) {
 // Now reads the engine's clock.
 func (e *Engine) Now() int64 { return e.clock.Now() }
 
-// Watermark returns W, or math.MinInt64 while no record has been accepted.
+// Watermark returns W at the engine clock's now, or math.MinInt64 while no record has been accepted.
 func (e *Engine) Watermark() int64 {
-	w := e.wm.current()
+	w := e.wm.current(e.clock.Now())
 	if w <= minTime {
 		return math.MinInt64
 	}
@@ -107,6 +107,13 @@ type Batch struct {
 	// division per record is not free.
 	paneLo int64
 
+	// With per-source tracking: the source of the records staged next (see SetSource), and, indexed by
+	// source slot, the greatest event time accepted from each source this batch touched (noTouch:
+	// untouched), listed in touched.
+	src     uint16
+	srcMax  []int64
+	touched []sourceTouch
+
 	staged []staged
 	keys   []byte  // the staged keys, back to back
 	order  []int32 // staged indexes grouped by shard
@@ -132,16 +139,56 @@ type staged struct {
 	v      float64
 	keyOff uint32
 	keyLen uint32
-	agg    int32
+	agg    uint16
+	src    uint16 // source slot, with per-source tracking
 	tag    int32
 }
+
+// noTouch marks a source slot that the batch has not touched.
+const noTouch = minTime - 1
 
 // Begin starts a batch at wall time now.
 func (e *Engine) Begin(now int64) *Batch {
 	b := e.batches.Get().(*Batch)
-	b.e, b.now, b.w, b.maxT, b.paneLo = e, now, e.wm.current(), minTime, maxTime
+	b.e, b.now, b.w, b.maxT, b.paneLo = e, now, e.wm.current(now), minTime, maxTime
+	b.src = 0
+	if e.wm.perSource {
+		b.touchSource(0, 0) // records staged before any SetSource belong to the shared source
+	}
 	return b
 }
+
+// SetSource names the source of the records staged next, by the values of the per-source keys on
+// their resource: it is looked up once, for all of them. shared reports that the source is one past
+// max_sources, held in the shared source. Without per-source tracking it does nothing.
+func (b *Batch) SetSource(key []byte) (shared bool) {
+	wm := b.e.wm
+	if !wm.perSource {
+		return false
+	}
+	idx, gen, shared := wm.lookup(key, b.now)
+	b.touchSource(idx, gen)
+	return shared
+}
+
+// touchSource makes source slot idx (of generation gen) the one of the records staged next.
+func (b *Batch) touchSource(idx int32, gen uint32) {
+	if int(idx) >= len(b.srcMax) {
+		n := len(b.srcMax)
+		b.srcMax = append(b.srcMax, make([]int64, int(idx)+1-n)...)
+		for i := n; i < len(b.srcMax); i++ {
+			b.srcMax[i] = noTouch
+		}
+	}
+	if b.srcMax[idx] == noTouch {
+		b.srcMax[idx] = minTime
+		b.touched = append(b.touched, sourceTouch{idx: idx, gen: gen})
+	}
+	b.src = uint16(idx)
+}
+
+// Now returns the wall time the batch began at.
+func (b *Batch) Now() int64 { return b.now }
 
 // Watermark returns the watermark the batch judges records by, as Engine.Watermark does.
 func (b *Batch) Watermark() int64 {
@@ -194,15 +241,16 @@ func (b *Batch) Stage(agg int, key []byte, t int64, v float64, tag int32) Verdic
 func (b *Batch) StageChecked(agg int, key []byte, t int64, v float64, tag int32) {
 	b.staged = append(b.staged, staged{
 		hash: b.e.hash(agg, key), t: t, p: b.paneStart(t), v: v,
-		keyOff: uint32(len(b.keys)), keyLen: uint32(len(key)), agg: int32(agg), tag: tag,
+		keyOff: uint32(len(b.keys)), keyLen: uint32(len(key)), agg: uint16(agg), src: b.src, tag: tag,
 	})
 	b.keys = append(b.keys, key...)
 }
 
 // Apply adds every record staged since the last Apply, shard by shard, and calls late with the tag
-// and verdict of each that was not OnTime (LateUpdate or Expired). late runs under a shard's lock: it
-// must not call into the engine.
-func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
+// and verdict of each that was not OnTime (LateUpdate or Expired), and the watermark w it was judged
+// by: the batch's, or a newer one if a concurrent batch or the idle rule had moved the record's shard
+// further. late runs under a shard's lock: it must not call into the engine.
+func (b *Batch) Apply(late func(tag int32, vd Verdict, w int64)) {
 	if len(b.staged) == 0 {
 		return
 	}
@@ -250,7 +298,7 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict)) {
 }
 
 // applyShard adds the records of one shard whose series exist, and sets aside the others.
-func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
+func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int64)) {
 	sh.mu.Lock()
 	w := sh.observe(b.w)
 	b.prefetch(sh, idx)
@@ -261,7 +309,7 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict)) {
 			b.fresh = append(b.fresh, i)
 			continue
 		}
-		b.done(r, vd, late)
+		b.done(r, vd, w, late)
 	}
 	sh.mu.Unlock()
 }
@@ -306,32 +354,33 @@ func (b *Batch) prefetch(sh *shard, idx []int32) {
 
 // applyFresh adds the records whose series did not exist, in the order they were staged, creating
 // their series while max_series allows and setting aside the rest for the overflow series.
-func (b *Batch) applyFresh(late func(int32, Verdict)) {
+func (b *Batch) applyFresh(late func(int32, Verdict, int64)) {
 	slices.Sort(b.fresh)
 	e := b.e
 	for _, i := range b.fresh {
 		r := &b.staged[i]
 		sh := e.shards[r.hash&e.mask]
 		sh.mu.Lock()
-		vd, full := sh.addOrCreate(sh.observe(b.w), int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
+		w := sh.observe(b.w)
+		vd, full := sh.addOrCreate(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
 		sh.mu.Unlock()
 		if full {
 			b.spill = append(b.spill, i)
 			continue
 		}
-		b.done(r, vd, late)
+		b.done(r, vd, w, late)
 	}
 }
 
-// done records the verdict of staged record r.
-func (b *Batch) done(r *staged, vd Verdict, late func(int32, Verdict)) {
-	b.accept(r.t, vd)
+// done records the verdict of staged record r, judged by watermark w.
+func (b *Batch) done(r *staged, vd Verdict, w int64, late func(int32, Verdict, int64)) {
+	b.accept(r, vd)
 	if vd != OnTime {
-		late(r.tag, vd)
+		late(r.tag, vd, w)
 	}
 }
 
-func (b *Batch) applyOverflow(late func(int32, Verdict)) {
+func (b *Batch) applyOverflow(late func(int32, Verdict, int64)) {
 	sh := b.e.overflow
 	sh.mu.Lock()
 	w := sh.observe(b.w)
@@ -341,12 +390,12 @@ func (b *Batch) applyOverflow(late func(int32, Verdict)) {
 		if vd != Expired {
 			b.overflow++
 		}
-		b.done(r, vd, late)
+		b.done(r, vd, w, late)
 	}
 	sh.mu.Unlock()
 }
 
-func (b *Batch) accept(t int64, vd Verdict) {
+func (b *Batch) accept(r *staged, vd Verdict) {
 	b.verdicts[vd]++
 	if vd == Expired {
 		return
@@ -354,7 +403,10 @@ func (b *Batch) accept(t int64, vd Verdict) {
 	if vd == LateUpdate && !b.e.lateDirty.Load() {
 		b.e.lateDirty.Store(true)
 	}
-	b.maxT = max(b.maxT, t)
+	b.maxT = max(b.maxT, r.t)
+	if len(b.touched) > 0 && r.t > b.srcMax[r.src] {
+		b.srcMax[r.src] = r.t
+	}
 }
 
 // End lets the batch's accepted records move the watermark, adds its verdicts to the counters, and
@@ -362,8 +414,15 @@ func (b *Batch) accept(t int64, vd Verdict) {
 func (b *Batch) End() {
 	e := b.e
 	if b.maxT > minTime { // a record was accepted (accepted records have t > 0)
-		e.wm.observe(b.maxT, b.now)
+		for i := range b.touched {
+			b.touched[i].maxT = b.srcMax[b.touched[i].idx]
+		}
+		e.wm.observe(b.maxT, b.now, b.touched)
 	}
+	for _, tc := range b.touched {
+		b.srcMax[tc.idx] = noTouch
+	}
+	b.touched = b.touched[:0]
 	for i, n := range b.verdicts {
 		if n > 0 {
 			e.verdicts[i].Add(n)
@@ -389,16 +448,17 @@ func (e *Engine) Collect(now int64, fn func(*Result)) {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()
 	e.wm.tick(now)
-	w := e.wm.current()
+	w := e.wm.current(now)
 	e.lateDirty.Store(false)
 	e.dueAt.Store(e.g.nextBoundary(w))
 	e.flushAll(w, fn)
 }
 
-// Due reports whether Collect would fire something now: the watermark has crossed a window end or an
-// expiry since the last Collect, or records were added late. The idle rule is not considered.
-func (e *Engine) Due() bool {
-	return e.lateDirty.Load() || e.wm.current() >= e.dueAt.Load()
+// Due reports whether Collect would fire something at wall time now: the watermark has crossed a
+// window end or an expiry since the last Collect, or records were added late. The idle rule is not
+// considered.
+func (e *Engine) Due(now int64) bool {
+	return e.lateDirty.Load() || e.wm.current(now) >= e.dueAt.Load()
 }
 
 // FireAll fires every window that holds data, as it stands, and empties the engine: the shutdown
@@ -407,6 +467,25 @@ func (e *Engine) FireAll(fn func(*Result)) {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()
 	e.flushAll(maxTime, fn)
+}
+
+// Drain fires every open window of the aggregations marked in aggs as it stands, hands every result
+// produced since the last Collect to fn, and forgets those aggregations' series. The watermark does
+// not move: records that still come are judged as before, and start new series. It is the shutdown of
+// an input that no more records of those aggregations can reach.
+func (e *Engine) Drain(aggs []bool, fn func(*Result)) {
+	e.collectMu.Lock()
+	defer e.collectMu.Unlock()
+	for _, sh := range e.allShards() {
+		sh.mu.Lock()
+		sh.drain(aggs)
+		sh.pending, e.spare = e.spare, sh.pending
+		sh.mu.Unlock()
+		for i := range e.spare.items {
+			fn(&e.spare.items[i])
+		}
+		e.spare.clear()
+	}
 }
 
 func (e *Engine) flushAll(w int64, fn func(*Result)) {
@@ -429,6 +508,8 @@ func (e *Engine) allShards() []*shard {
 // Stats are the engine's counters.
 type Stats struct {
 	Watermark       int64               // as Watermark()
+	HeldBy          HeldBy              // what holds the watermark back
+	Sources         int                 // sources held, with per-source tracking
 	Verdicts        [numVerdicts]uint64 // per (record, aggregation)
 	OverflowRecords uint64              // records added to an overflow series
 	WindowsFired    uint64              // first firings
@@ -439,7 +520,12 @@ type Stats struct {
 
 // Stats reads the engine's counters.
 func (e *Engine) Stats() Stats {
-	st := Stats{Watermark: e.Watermark(), OverflowRecords: e.overflowRecords.Load()}
+	now := e.clock.Now()
+	st := Stats{Watermark: e.Watermark(), OverflowRecords: e.overflowRecords.Load(),
+		HeldBy: e.wm.heldBy(now)}
+	if e.wm.perSource {
+		st.Sources = e.wm.sourceCount()
+	}
 	for i := range st.Verdicts {
 		st.Verdicts[i] = e.verdicts[i].Load()
 	}

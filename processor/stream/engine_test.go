@@ -238,6 +238,7 @@ func TestFutureAndInvalidAreRejectedAndDoNotMoveWatermark(t *testing.T) {
 	cfg.MaxFutureSkew = 5 * time.Second
 	h := newHarness(t, cfg) // now = 1000 s
 	wantVerdicts(t, h.batch(rec{"a", 1005.5, 1}, rec{"a", 0, 1}, rec{"a", 1005, 1}), Future, Invalid, OnTime)
+	h.clk.Advance(10 * time.Second) // past both records: W is no longer held at the clock
 	if w := h.e.Watermark(); w != 1005*sec {
 		t.Fatalf("watermark %d, want 1005s (the future record must not move it)", w)
 	}
@@ -327,7 +328,7 @@ func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
 				t.Fatalf("Stage: %v", vd)
 			}
 		}
-		b.Apply(func(tag int32, vd Verdict) { t.Errorf("record %d: %v", tag, vd) })
+		b.Apply(func(tag int32, vd Verdict, _ int64) { t.Errorf("record %d: %v", tag, vd) })
 		b.End()
 		h.clk.Set(time.Unix(1000, 0))
 		b = h.e.Begin(h.clk.Now())
@@ -360,6 +361,6 @@ func addOne(b *Batch, agg int, key []byte, t int64, v float64) Verdict {
 		return vd
 	}
 	vd := OnTime
-	b.Apply(func(_ int32, got Verdict) { vd = got })
+	b.Apply(func(_ int32, got Verdict, _ int64) { vd = got })
 	return vd
 }

@@ -11,11 +11,15 @@ import (
 	"github.com/windowaggregator/windowaggregator/processor/clock"
 )
 
-// FuzzIngest decodes its input into a configuration and a sequence of operations (batches of records,
-// Collects and clock moves, Snapshot+Restore, damaged snapshots) and checks, whatever the input:
+// FuzzIngest decodes its input into a configuration (a first byte of 0x80 and up picks one with
+// per-source tracking, whose records then name their sources) and a sequence of operations (batches
+// of records, mostly behind the wall clock and some ahead of it, Collects and clock moves,
+// Snapshot+Restore, with per-source tracking after some downtime, damaged snapshots) and checks,
+// whatever the input:
 //   - nothing panics, and every record gets a valid Verdict: the one the contract gives for the record
 //     against the watermark of its batch's Begin (as the reference model computes it);
-//   - Watermark() is the model's W after every operation, and never moves back;
+//   - Watermark() is the model's W after every operation, and never moves back; SetSource reports the
+//     shared source where the model does;
 //   - every firing is well formed (its window's geometry, Count > 0, consistent value counts, quantiles
 //     within [Min, Max], Hist present as configured and counting ValueCount values), and a window has at
 //     most one first firing;
@@ -41,6 +45,9 @@ type fuzzSetup struct {
 	cfg  Config
 	unit int64 // the time step of the encoding
 	base int64 // wall clock at the start
+	// With per-source tracking: the number of sources, and how far each lags behind the one before.
+	sources int
+	srcLag  int64
 }
 
 func fuzzSetups() []fuzzSetup {
@@ -48,19 +55,35 @@ func fuzzSetups() []fuzzSetup {
 	q := []float64{0.5, 0.99}
 	return []fuzzSetup{
 		{Config{Size: 10 * s, MaxFutureSkew: 30 * s, Aggregations: []Aggregation{{MaxSeries: 100, Quantiles: q, Histogram: true}}},
-			int64(2500 * time.Millisecond), realNow},
+			int64(2500 * time.Millisecond), realNow, 0, 0},
 		{Config{Size: 10 * s, AllowedLateness: 5 * s, MaxOutOfOrderness: 2 * s, IdleTimeout: 10 * s, MaxFutureSkew: 30 * s, Shards: 2,
 			Aggregations: []Aggregation{{MaxSeries: 2, Histogram: true}, {MaxSeries: 100, Quantiles: []float64{0.9, 0, 1}}}},
-			int64(2500 * time.Millisecond), realNow},
+			int64(2500 * time.Millisecond), realNow, 0, 0},
 		{Config{Size: 4 * s, Slide: s, AllowedLateness: 3 * s, MaxOutOfOrderness: s, IdleTimeout: 5 * s, MaxFutureSkew: 20 * s, Shards: 1,
 			Aggregations: []Aggregation{{MaxSeries: 3, Quantiles: q, Histogram: true}}},
-			int64(500 * time.Millisecond), realNow},
+			int64(500 * time.Millisecond), realNow, 0, 0},
 		{Config{Size: 40, Slide: 10, AllowedLateness: 20, MaxOutOfOrderness: 5, IdleTimeout: 30, MaxFutureSkew: 100, Shards: 4,
 			Aggregations: []Aggregation{{MaxSeries: 2}, {MaxSeries: 100, Quantiles: q, Histogram: true}}},
-			5, realNow},
+			5, realNow, 0, 0},
 		{Config{Size: 10 * s, Slide: 2500 * time.Millisecond, AllowedLateness: 5 * s, IdleTimeout: 4 * s, MaxFutureSkew: 5 * s,
 			Aggregations: []Aggregation{{MaxSeries: 4, Quantiles: q, Histogram: true}}},
-			int64(time.Second), int64(12 * s)}, // near the epoch: negative window starts, t <= 0
+			int64(time.Second), int64(12 * s), 0, 0}, // near the epoch: negative window starts, t <= 0
+	}
+}
+
+// fuzzSourceSetups are the setups with per-source tracking, chosen by a first byte of 0x80 and up.
+func fuzzSourceSetups() []fuzzSetup {
+	s := time.Second
+	q := []float64{0.5, 0.99}
+	return []fuzzSetup{
+		{Config{Size: 10 * s, AllowedLateness: 5 * s, MaxOutOfOrderness: 2 * s, MaxFutureSkew: 30 * s,
+			PerSource: true, SourceIdleTimeout: 30 * s, MaxSources: 8,
+			Aggregations: []Aggregation{{MaxSeries: 100, Quantiles: q, Histogram: true}}},
+			int64(2500 * time.Millisecond), realNow, 4, int64(20 * s)},
+		{Config{Size: 4 * s, Slide: s, AllowedLateness: 3 * s, MaxOutOfOrderness: s, IdleTimeout: 5 * s, MaxFutureSkew: 20 * s,
+			PerSource: true, SourceIdleTimeout: 10 * s, MaxSources: 2, Shards: 1,
+			Aggregations: []Aggregation{{MaxSeries: 3, Quantiles: q, Histogram: true}, {MaxSeries: 100}}},
+			int64(500 * time.Millisecond), realNow, 5, int64(6 * s)},
 	}
 }
 
@@ -108,17 +131,23 @@ func fuzzValue(b byte) float64 {
 
 func runFuzzOps(data []byte) (msg string) {
 	r := &fuzzReader{b: data}
+	sel := r.next()
 	setups := fuzzSetups()
-	st := setups[int(r.next())%len(setups)]
+	st := setups[int(sel)%len(setups)]
+	if sel >= 0x80 {
+		ps := fuzzSourceSetups()
+		st = ps[int(sel-0x80)%len(ps)]
+	}
 	cfg := st.cfg
 	size, slide := int64(cfg.Size), int64(cfg.Size)
 	if cfg.Slide != 0 {
 		slide = int64(cfg.Slide)
 	}
 	now := st.base
+	clk := clock.NewFake(time.Unix(0, now)) // every engine's wall clock, moved with now
 	newEngine := func() *Engine {
 		c := cfg
-		c.Clock = clock.NewFake(time.Unix(0, now))
+		c.Clock = clk
 		e, err := New(c)
 		if err != nil {
 			panic(err)
@@ -127,7 +156,8 @@ func runFuzzOps(data []byte) (msg string) {
 	}
 	e := newEngine()
 	mc := &modelConfig{size: cfg.Size, slide: cfg.Slide, lateness: cfg.AllowedLateness, ooo: cfg.MaxOutOfOrderness,
-		idle: cfg.IdleTimeout, skew: cfg.MaxFutureSkew, aggs: cfg.Aggregations}
+		idle: cfg.IdleTimeout, skew: cfg.MaxFutureSkew, aggs: cfg.Aggregations,
+		perSource: cfg.PerSource, sourceIdle: cfg.SourceIdleTimeout, maxSources: cfg.MaxSources}
 	m := newRefModel(mc)
 	m.quiet = true
 	tf := timeFmt{st.base}
@@ -181,9 +211,9 @@ func runFuzzOps(data []byte) (msg string) {
 	}
 	lastW := int64(math.MinInt64)
 	checkW := func(when string) {
-		w := e.Watermark()
-		if w != m.watermark() {
-			problems = append(problems, fmt.Sprintf("%s: Watermark() = %s, the model's W is %s", when, tf.t(w), tf.t(m.watermark())))
+		w, mw := e.Watermark(), m.watermarkAt(now)
+		if w != mw {
+			problems = append(problems, fmt.Sprintf("%s: Watermark() = %s, the model's W is %s", when, tf.t(w), tf.t(mw)))
 		}
 		if w < lastW {
 			problems = append(problems, fmt.Sprintf("%s: watermark moved back from %s to %s", when, tf.t(lastW), tf.t(w)))
@@ -196,6 +226,7 @@ func runFuzzOps(data []byte) (msg string) {
 		} else {
 			now += int64(b-199) * st.unit * 4
 		}
+		clk.Set(time.Unix(0, now))
 	}
 	records := 0
 	for op := 0; op < 300 && !r.done() && len(problems) == 0; op++ {
@@ -213,12 +244,24 @@ func runFuzzOps(data []byte) (msg string) {
 				got, want Verdict
 			}
 			var recs []pending
+			src := -1
 			for range n {
 				kb, tb, jb, vb := r.next(), r.next(), r.next(), r.next()
 				agg := int(kb>>4) % len(cfg.Aggregations)
 				key := fuzzKeys[kb&7]
 				// mostly behind the wall clock: from -40 to +31.75 units, give or take 2 ns
 				t := now + (int64(int8(tb))-32)*st.unit/4 + int64(jb%5) - 2
+				if st.sources > 0 {
+					// the record's source, which lags behind the one before it
+					if i := int(r.next()) % st.sources; i != src {
+						src = i
+						name := "src" + string(rune('0'+i))
+						if got, want := b.SetSource([]byte(name)), mb.source(name); got != want {
+							problems = append(problems, fmt.Sprintf("op %d: SetSource(%q) reported shared=%v, the model says %v", op, name, got, want))
+						}
+					}
+					t -= int64(src) * st.srcLag
+				}
 				switch jb {
 				case 240:
 					t = 0
@@ -252,7 +295,7 @@ func runFuzzOps(data []byte) (msg string) {
 				recs = append(recs, p)
 			}
 			if staged {
-				b.Apply(func(tag int32, vd Verdict) { recs[tag].got = vd })
+				b.Apply(func(tag int32, vd Verdict, _ int64) { recs[tag].got = vd })
 			}
 			for _, p := range recs {
 				if p.got != p.want {
@@ -277,6 +320,11 @@ func runFuzzOps(data []byte) (msg string) {
 		case 6: // Snapshot, Restore into a fresh engine; damaged copies must not restore
 			cb, fb := r.next(), r.next()
 			snap := e.Snapshot(nil)
+			m.snapshot(now)
+			if st.sources > 0 { // the collector is down for a while before the Restore
+				advance(r.next())
+			}
+			m.restore(now)
 			e2 := newEngine()
 			if err := e2.Restore(snap); err != nil {
 				return fmt.Sprintf("op %d: Restore of a fresh %d-byte snapshot: %v", op, len(snap), err)

@@ -11,15 +11,26 @@ package stream
 //
 //   - A window is [start, start+size) with start a multiple of slide; a record at t is in size/slide
 //     windows.
-//   - W starts at -infinity. A batch judges all its records against the W of Begin. At End, if the batch
-//     accepted a record, W = max(W, maxAcceptedT - max_out_of_orderness). At Collect(now), if idle_timeout
-//     > 0, a record was ever accepted and now - lastAcceptWall >= idle_timeout, W = max(W, maxAcceptedEver -
-//     max_out_of_orderness + (now - lastAcceptWall)).
+//   - W starts at -infinity. At a moment t it is the greatest value min(E(s), s) - max_out_of_orderness
+//     took at any moment s <= t, or the idle rule's if that is greater: it never moves back. E is the
+//     greatest accepted event time or, with per_source, the least of the greatest accepted event times
+//     of the sources heard from (a record of theirs accepted) within source_idle_timeout. A source is held
+//     from the batch that first names it, while fewer than max_sources are held, until it has not been
+//     heard from (counting from that batch too) for source_idle_timeout; the sources past max_sources
+//     count as one shared source, which forgets its event time when silent for source_idle_timeout.
+//   - A batch judges all its records against the W of Begin(now); its accepted records change E at End,
+//     at its wall time. At Collect(now), if idle_timeout > 0, a record was ever accepted and now -
+//     lastAcceptWall >= idle_timeout, W = max(W, min(wLast + (now - lastAcceptWall), now -
+//     max_out_of_orderness)), with lastAcceptWall the wall time of the last batch that accepted a record
+//     and wLast W after it.
+//   - A restore at wall time now is a restart: lastAcceptWall = now, wLast = the saved W, and every
+//     source that had a record accepted is heard from at now (one without is not saved).
 //   - t <= 0: Invalid. t > now + max_future_skew: Future. Otherwise for every window w containing t: W <
 //     w.end: added; w.end <= W < w.end+lateness: added (late); else expired for it. All expired: Expired;
 //     some window took it late: LateUpdate; else OnTime.
-//   - At the first Collect with W >= end a window that holds a record fires with the whole window. At
-//     later Collects it fires again (Late) if records were added to it late since the previous Collect,
+//   - Once W >= end, at a Collect or at a Begin (W moves with the wall clock in between), a window that
+//     holds a record fires with the whole window, handed out at the next Collect. At later Collects it
+//     fires again (Late) if records were added to it late since the previous Collect,
 //     with Count, Sum, ValueCount and Hist of those records and Avg, Min, Max, Quantiles and
 //     WindowValueCount of the whole window. Once W >= end + lateness it is discarded. FireAll fires every
 //     window not discarded: a never-fired one as a first firing, a fired one with late records pending as
@@ -28,6 +39,11 @@ package stream
 //     sorted finite values is x_floor(q*(n-1)); the engine's estimate must be within 1% of it.
 //
 // Collect is called after every batch, which makes the model exact.
+//
+// The streams' wall clock runs at times ahead of their event times and at times behind them (records
+// stamped ahead of the clock, within max_future_skew); with per_source each record names one of a few
+// sources, some tens of seconds behind the others, some silent for longer than source_idle_timeout, and
+// in one configuration more of them than max_sources.
 //
 // On a mismatch the test shrinks the failing stream to a minimal one and prints it with the model's and
 // the engine's view of every step. Environment switches, for investigating:
@@ -98,6 +114,7 @@ type refRec struct {
 	key string
 	t   int64
 	v   float64
+	src string // per_source: the record's source
 }
 
 type refWinID struct {
@@ -112,20 +129,43 @@ type refWin struct {
 	fired bool
 }
 
+// refSource is a source of the per_source model: one held in a place of its own, or the shared one.
+type refSource struct {
+	heard    int64 // wall time it was last heard from: its last batch with an accepted record, or the batch that first named it
+	hasEvent bool  // a record of it was accepted since it was first held (the shared one: since it was last silent)
+	maxEvent int64 // the greatest of those records' event times
+}
+
 type refModel struct {
 	size, slide, lateness, ooo, idle, skew int64
+	perSource                              bool
+	sourceIdle                             int64
+	maxSources                             int
 	aggs                                   []Aggregation
 
 	wSet bool  // false: W is -infinity
 	w    int64 // W when wSet
+	// wAt is the last wall time W was brought to: W never moves back, so it is the greatest value it
+	// took at any moment up to wAt.
+	wAt int64
 
-	everAccepted   bool
-	maxEver        int64 // greatest accepted event time
-	lastAcceptWall int64 // now of the last batch that accepted a record
+	anyAccepted bool  // without per_source: a record was accepted
+	maxEver     int64 // without per_source: the greatest accepted event time
+
+	// The idle rule counts silence from lastAcceptWall, the wall time of the last batch that accepted a
+	// record or of the last restore, and advances W from wLast, W then.
+	idleArmed      bool
+	lastAcceptWall int64
+	wLast          int64
+
+	sources map[string]*refSource // per_source: the sources held in a place of their own, by name
+	shared  refSource             // per_source: the one every source past max_sources counts in
 
 	recs  []refRec
 	wins  map[refWinID]*refWin // windows holding data and not discarded
 	added map[refWinID]uint64  // records ever added, per window (discarded ones too)
+
+	pending []firingRec // firings made since the last Collect
 
 	quiet bool // keep the state only; build no results (used by the stream generator and the fuzz target)
 }
@@ -134,7 +174,9 @@ func newRefModel(c *modelConfig) *refModel {
 	return &refModel{
 		size: int64(c.size), slide: int64(c.slideOrSize()), lateness: int64(c.lateness), ooo: int64(c.ooo),
 		idle: int64(c.idle), skew: int64(c.skew), aggs: c.aggs,
-		wins: map[refWinID]*refWin{}, added: map[refWinID]uint64{},
+		perSource: c.perSource, sourceIdle: int64(c.sourceIdle), maxSources: c.maxSources,
+		wAt:  math.MinInt64,
+		wins: map[refWinID]*refWin{}, added: map[refWinID]uint64{}, sources: map[string]*refSource{},
 	}
 }
 
@@ -146,9 +188,71 @@ func (m *refModel) watermark() int64 {
 	return m.w
 }
 
+// watermarkAt brings W to wall time now and returns it, as Engine.Watermark does with its clock at now.
+func (m *refModel) watermarkAt(now int64) int64 {
+	m.advance(now)
+	return m.watermark()
+}
+
 func (m *refModel) raise(v int64) {
 	if !m.wSet || v > m.w {
 		m.w, m.wSet = v, true
+	}
+}
+
+// heardWithin reports whether source s counts at wall time now: it was heard from less than
+// source_idle_timeout before.
+func (m *refModel) heardWithin(s *refSource, now int64) bool { return now-s.heard < m.sourceIdle }
+
+// eventAt returns the event time W follows at wall time now, if there is one: the greatest accepted
+// one, or with per_source the least of the greatest accepted ones of the sources heard from within
+// source_idle_timeout.
+func (m *refModel) eventAt(now int64) (int64, bool) {
+	if !m.perSource {
+		return m.maxEver, m.anyAccepted
+	}
+	least, ok := int64(0), false
+	consider := func(s *refSource) {
+		if s.hasEvent && m.heardWithin(s, now) && (!ok || s.maxEvent < least) {
+			least, ok = s.maxEvent, true
+		}
+	}
+	for _, s := range m.sources {
+		consider(s)
+	}
+	consider(&m.shared)
+	return least, ok
+}
+
+// advance brings W from wAt to wall time now. At each moment t, W is at least min(event time, t) -
+// max_out_of_orderness, and it never moves back: with per_source the event time changes in between
+// only where a source falls silent, and min(event, t) grows with t, so the greatest value W took is
+// at now or at the last nanosecond before one of those silences. Then the sources silent at now are
+// released (and the shared one forgets its event time).
+func (m *refModel) advance(now int64) {
+	at := []int64{now}
+	if m.perSource {
+		for _, s := range m.sources {
+			at = append(at, s.heard+m.sourceIdle-1)
+		}
+		at = append(at, m.shared.heard+m.sourceIdle-1)
+	}
+	for _, t := range at {
+		if t > now || (t < now && t <= m.wAt) {
+			continue
+		}
+		if e, ok := m.eventAt(t); ok {
+			m.raise(min(e, t) - m.ooo)
+		}
+	}
+	m.wAt = max(m.wAt, now)
+	for name, s := range m.sources {
+		if !m.heardWithin(s, now) {
+			delete(m.sources, name)
+		}
+	}
+	if m.shared.hasEvent && !m.heardWithin(&m.shared, now) {
+		m.shared = refSource{}
 	}
 }
 
@@ -177,10 +281,38 @@ type refBatch struct {
 	w    int64
 	any  bool
 	maxT int64
+
+	src    *refSource           // per_source: the source of the records added next
+	srcMax map[*refSource]int64 // per_source: the greatest accepted event time of each source
 }
 
 func (m *refModel) begin(now int64) *refBatch {
+	m.advance(now)
+	m.fireDue(false)
 	return &refBatch{m: m, now: now, wSet: m.wSet, w: m.w}
+}
+
+// source names the source of the records added next, as Batch.SetSource does, and reports whether it
+// is one past max_sources, counted in the shared source. A source is held from the batch that first
+// names it while fewer than max_sources are held, until it has not been heard from for
+// source_idle_timeout. Without per_source it does nothing.
+func (b *refBatch) source(name string) (shared bool) {
+	m := b.m
+	if !m.perSource {
+		return false
+	}
+	if s := m.sources[name]; s != nil {
+		b.src = s
+		return false
+	}
+	if len(m.sources) < m.maxSources {
+		s := &refSource{heard: b.now}
+		m.sources[name] = s
+		b.src = s
+		return false
+	}
+	b.src = &m.shared
+	return true
 }
 
 func (b *refBatch) watermarkOrInf() int64 {
@@ -224,7 +356,7 @@ func (b *refBatch) add(agg int, key string, t int64, v float64) Verdict {
 		return Expired
 	}
 	i := len(m.recs)
-	m.recs = append(m.recs, refRec{agg, key, t, v})
+	m.recs = append(m.recs, refRec{agg: agg, key: key, t: t, v: v})
 	for _, s := range onTime {
 		w := m.window(refWinID{agg, key, s})
 		w.all = append(w.all, i)
@@ -238,6 +370,14 @@ func (b *refBatch) add(agg int, key string, t int64, v float64) Verdict {
 		b.maxT = t
 	}
 	b.any = true
+	if b.src != nil {
+		if b.srcMax == nil {
+			b.srcMax = map[*refSource]int64{}
+		}
+		if cur, ok := b.srcMax[b.src]; !ok || t > cur {
+			b.srcMax[b.src] = t
+		}
+	}
 	if len(late) > 0 {
 		return LateUpdate
 	}
@@ -254,51 +394,99 @@ func (m *refModel) window(id refWinID) *refWin {
 	return w
 }
 
+// end lets the batch's accepted records raise W, at the batch's wall time.
 func (b *refBatch) end() {
 	if !b.any {
 		return
 	}
 	m := b.m
-	if !m.everAccepted || b.maxT > m.maxEver {
+	if !m.anyAccepted || b.maxT > m.maxEver {
 		m.maxEver = b.maxT
 	}
-	m.everAccepted = true
-	m.lastAcceptWall = b.now
-	m.raise(b.maxT - m.ooo)
+	m.anyAccepted = true
+	for s, t := range b.srcMax {
+		if !s.hasEvent || t > s.maxEvent {
+			s.maxEvent = t
+		}
+		s.hasEvent = true
+		s.heard = max(s.heard, b.now)
+	}
+	m.advance(b.now)
+	m.idleArmed, m.lastAcceptWall, m.wLast = m.wSet, b.now, m.w
 }
 
 // collect applies the idle rule at now and returns the firings of this Collect.
 func (m *refModel) collect(now int64) []firingRec {
-	if m.idle > 0 && m.everAccepted && now-m.lastAcceptWall >= m.idle {
-		m.raise(m.maxEver - m.ooo + (now - m.lastAcceptWall))
+	m.advance(now)
+	if m.idle > 0 && m.idleArmed && now-m.lastAcceptWall >= m.idle {
+		m.raise(min(m.wLast+(now-m.lastAcceptWall), now-m.ooo))
 	}
-	var out []firingRec
+	m.fireDue(true)
+	out := m.pending
+	m.pending = nil
+	sortFirings(out)
+	return out
+}
+
+// fireDue fires every window that W has reached and that has not fired, and discards the windows W
+// has expired. A window fires once W reaches its end, whenever that is: W also moves with the wall
+// clock between batches, so a window can fire when a batch begins, before the batch's records come (a
+// late one of them then makes a late firing). Firings wait in pending for the next Collect. Late
+// firings are made at Collect (atCollect), of the records added late since the one before.
+func (m *refModel) fireDue(atCollect bool) {
 	for id, w := range m.wins {
 		end := id.start + m.size
 		switch {
 		case !w.fired && m.wSet && m.w >= end:
 			// A window whose first records came late (its end had passed W when they were added) still
-			// fires a first firing.
-			out = m.fire(out, id, w, false)
+			// fires a first firing, with them.
+			m.pending = m.fire(m.pending, id, w, false)
 			w.fired = true
-		case w.fired && len(w.late) > 0:
-			out = m.fire(out, id, w, true)
+			w.late = w.late[:0]
+		case atCollect && w.fired && len(w.late) > 0:
+			m.pending = m.fire(m.pending, id, w, true)
 		}
-		if len(w.late) > 0 && !w.fired {
-			panic("model: late records in a window that has not fired")
+		if atCollect {
+			if len(w.late) > 0 && !w.fired {
+				panic("model: late records in a window that has not fired")
+			}
+			w.late = w.late[:0]
 		}
-		w.late = w.late[:0]
 		if m.wSet && m.w >= end+m.lateness {
 			delete(m.wins, id)
 		}
 	}
-	sortFirings(out)
-	return out
+}
+
+// snapshot is Snapshot at wall time now: the saved W is W at now.
+func (m *refModel) snapshot(now int64) { m.advance(now) }
+
+// restore is the Restore, at wall time now (at or after the snapshot's), of the last snapshot: the
+// state is the snapshot's, and the time the collector was not running counts as silence neither for
+// the idle rule nor for any source. The idle rule counts from now and advances from the saved W; every
+// source that had a record accepted counts as heard from at now (a source named but without an
+// accepted record is not kept).
+func (m *refModel) restore(now int64) {
+	if m.wSet {
+		m.idleArmed, m.lastAcceptWall, m.wLast = true, now, m.w
+	}
+	for name, s := range m.sources {
+		if s.hasEvent {
+			s.heard = now
+		} else {
+			delete(m.sources, name)
+		}
+	}
+	if m.shared.hasEvent {
+		m.shared.heard = now
+	}
+	m.wAt = max(m.wAt, now)
 }
 
 // fireAll returns the firings of FireAll and forgets every window.
 func (m *refModel) fireAll() []firingRec {
-	var out []firingRec
+	out := m.pending
+	m.pending = nil
 	for id, w := range m.wins {
 		switch {
 		case !w.fired:
@@ -430,7 +618,11 @@ func sortFirings(fs []firingRec) {
 	slices.SortStableFunc(fs, func(a, b firingRec) int { return cmpFiringID(a.id(), b.id()) })
 }
 
-func firingFromResult(r *Result) firingRec {
+func firingFromResult(r *Result) firingRec { return copyFiring(r, true) }
+
+// copyFiring copies r; with buckets the histogram's bucket counts too, for a bit-for-bit comparison,
+// else only their total.
+func copyFiring(r *Result, buckets bool) firingRec {
 	f := firingRec{Agg: r.Agg, Key: r.Key, Overflow: r.Overflow, Start: r.Start, End: r.End, Late: r.Late,
 		Count: r.Count, ValueCount: r.ValueCount, WindowValueCount: r.WindowValueCount,
 		Sum: r.Sum, Avg: r.Avg, Min: r.Min, Max: r.Max, Quantiles: slices.Clone(r.Quantiles)}
@@ -438,7 +630,13 @@ func firingFromResult(r *Result) firingRec {
 		f.HasHist = true
 		f.HistCount, f.HistSum, f.HistScale = h.Count(), h.Sum(), h.Scale()
 		f.HistZero, f.HistPosOff, f.HistNegOff = h.ZeroCount(), h.PositiveOffset(), h.NegativeOffset()
-		f.HistPos, f.HistNeg = h.AppendPositiveCounts(nil), h.AppendNegativeCounts(nil)
+		pos, neg := h.AppendPositiveCounts, h.AppendNegativeCounts
+		if !buckets {
+			// 40 scales coarser, a handful of buckets hold every count.
+			pos = func(dst []uint64) []uint64 { _, c := h.AppendPositiveCountsAt(dst, h.Scale()-40); return c }
+			neg = func(dst []uint64) []uint64 { _, c := h.AppendNegativeCountsAt(dst, h.Scale()-40); return c }
+		}
+		f.HistPos, f.HistNeg = pos(nil), neg(nil)
 		f.HistBuckets = f.HistZero
 		for _, c := range f.HistPos {
 			f.HistBuckets += c
@@ -446,20 +644,29 @@ func firingFromResult(r *Result) firingRec {
 		for _, c := range f.HistNeg {
 			f.HistBuckets += c
 		}
+		if !buckets {
+			f.HistPos, f.HistNeg = nil, nil
+		}
 	}
 	return f
 }
 
-func collectFirings(e *Engine, now int64) []firingRec {
+func collectFirings(e *Engine, now int64) []firingRec { return collectFiringsOf(e, now, true) }
+
+// collectFiringsOf is collectFirings, with the histograms' bucket counts or only their totals (see
+// copyFiring).
+func collectFiringsOf(e *Engine, now int64, buckets bool) []firingRec {
 	var out []firingRec
-	e.Collect(now, func(r *Result) { out = append(out, firingFromResult(r)) })
+	e.Collect(now, func(r *Result) { out = append(out, copyFiring(r, buckets)) })
 	sortFirings(out)
 	return out
 }
 
-func fireAllFirings(e *Engine) []firingRec {
+func fireAllFirings(e *Engine) []firingRec { return fireAllFiringsOf(e, true) }
+
+func fireAllFiringsOf(e *Engine, buckets bool) []firingRec {
 	var out []firingRec
-	e.FireAll(func(r *Result) { out = append(out, firingFromResult(r)) })
+	e.FireAll(func(r *Result) { out = append(out, copyFiring(r, buckets)) })
 	sortFirings(out)
 	return out
 }
@@ -614,6 +821,21 @@ type modelConfig struct {
 	shards                                      int
 	maxSeries                                   int     // 0: large (no overflow)
 	snapBeforeCollectRate, snapAfterCollectRate float64 // snapshot test only
+
+	// lead is how far event times run ahead of the wall clock at most, in the stretches where they do
+	// (0: never; then they lag behind it by up to size).
+	lead time.Duration
+	// clockKeepsUp: every Collect is at or after the greatest accepted event time on the wall clock,
+	// so that W never waits for the clock and moves only at End and Collect, never at a Begin.
+	clockKeepsUp bool
+
+	perSource  bool
+	sourceIdle time.Duration
+	maxSources int
+	// sources is the number of sources the stream's records come from (per_source only); each lags
+	// behind the wall clock by up to sourceLag more than the stream does, and at times falls silent.
+	sources   int
+	sourceLag time.Duration
 }
 
 func (c *modelConfig) slideOrSize() time.Duration {
@@ -632,12 +854,17 @@ func (c *modelConfig) engineConfig(clk clock.Clock) Config {
 		}
 	}
 	return Config{Size: c.size, Slide: c.slide, MaxOutOfOrderness: c.ooo, IdleTimeout: c.idle,
-		MaxFutureSkew: c.skew, AllowedLateness: c.lateness, Aggregations: aggs, Shards: c.shards, Clock: clk}
+		MaxFutureSkew: c.skew, AllowedLateness: c.lateness, Aggregations: aggs, Shards: c.shards, Clock: clk,
+		PerSource: c.perSource, SourceIdleTimeout: c.sourceIdle, MaxSources: c.maxSources}
 }
 
 func (c *modelConfig) String() string {
-	return fmt.Sprintf("%s: size=%v slide=%v lateness=%v maxOutOfOrderness=%v idle=%v maxFutureSkew=%v aggs=%+v shards=%d maxSeries=%d",
+	s := fmt.Sprintf("%s: size=%v slide=%v lateness=%v maxOutOfOrderness=%v idle=%v maxFutureSkew=%v aggs=%+v shards=%d maxSeries=%d",
 		c.name, c.size, c.slideOrSize(), c.lateness, c.ooo, c.idle, c.skew, c.aggs, c.shards, c.maxSeries)
+	if c.perSource {
+		s += fmt.Sprintf(" perSource sourceIdle=%v maxSources=%d sources=%d", c.sourceIdle, c.maxSources, c.sources)
+	}
+	return s
 }
 
 var fullQuantiles = []float64{0.5, 0.9, 0.99, 0.999}
@@ -677,6 +904,29 @@ func modelConfigs() []modelConfig {
 		{name: "sliding40ns/10ns", size: 40, slide: 10, lateness: 25, ooo: 7, idle: 50, skew: 30, keys: 4,
 			seeds: 40, ops: 24,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Quantiles: []float64{0.5}}}},
+		// Event times run ahead of the wall clock in stretches, within max_future_skew: W is held at
+		// now - max_out_of_orderness and windows fire as the clock moves.
+		{name: "tumbling10s-ahead", size: 10 * s, lateness: 5 * s, ooo: 2 * s, skew: 60 * s, lead: 45 * s,
+			keys: 4, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		{name: "sliding4s/1s-ahead-idle", size: 4 * s, slide: s, lateness: 2 * s, idle: 5 * s, skew: 20 * s,
+			lead: 15 * s, keys: 4, seeds: 30, ops: 30,
+			aggs: []Aggregation{{Quantiles: fullQuantiles}, {}}},
+		// per_source: a few sources, some tens of seconds behind the others, some silent for longer
+		// than source_idle_timeout at times.
+		{name: "per-source", size: 10 * s, lateness: 5 * s, ooo: s, skew: 30 * s, lead: 10 * s,
+			perSource: true, sourceIdle: 20 * s, maxSources: 8, sources: 4, sourceLag: 90 * s,
+			keys: 4, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "per-source-idle", size: 10 * s, slide: 5 * s, lateness: 5 * s, idle: 15 * s, skew: 30 * s, lead: 10 * s,
+			perSource: true, sourceIdle: 30 * s, maxSources: 16, sources: 4, sourceLag: 60 * s,
+			keys: 4, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		// More sources than max_sources: the ones past it count in the shared source.
+		{name: "per-source-max2", size: 10 * s, lateness: 5 * s, ooo: 2 * s, skew: 30 * s, lead: 5 * s,
+			perSource: true, sourceIdle: 20 * s, maxSources: 2, sources: 5, sourceLag: 60 * s,
+			keys: 4, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Histogram: true}, {}}},
 	}
 }
 
@@ -685,6 +935,9 @@ type scenOp struct {
 	recs                 []refRec
 	snapBeforeCollect    bool // snapshot test: Snapshot and Restore between End and Collect
 	snapAfterCollect     bool // snapshot test: Snapshot and Restore after Collect
+	// restoreAt is the wall time of the Restore after Collect, at or after collectNow: the collector
+	// was not running in between.
+	restoreAt int64
 }
 
 type scenario struct {
@@ -769,9 +1022,34 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 		keys[0] = ""
 	}
 	now := base
-	lag := randIn(rng, 0, size)
+	// lag is how far the stream's event times are behind the wall clock; negative: ahead of it.
+	drawLag := func() int64 {
+		if c.lead > 0 && rng.IntN(2) == 0 {
+			return -randIn(rng, 1, int64(c.lead))
+		}
+		return randIn(rng, 0, size)
+	}
+	lag := drawLag()
+	redraw := 40
+	if c.lead > 0 {
+		redraw = 6 // switch between running behind and ahead of the clock within a stream
+	}
 	nanPct := 5 + rng.IntN(10)
 	var prev []float64
+	// With per_source: each source's lag behind the stream, and the wall time it is silent until.
+	srcNames := make([]string, c.sources)
+	srcLag := make([]int64, c.sources)
+	silentUntil := make([]int64, c.sources)
+	drawSrcLag := func(i int) int64 {
+		if i == 0 || rng.IntN(2) == 0 {
+			return randIn(rng, 0, int64(time.Second))
+		}
+		return randIn(rng, 10*int64(time.Second), int64(c.sourceLag))
+	}
+	for i := range srcNames {
+		srcNames[i] = "s" + strconv.Itoa(i)
+		srcLag[i] = drawSrcLag(i)
+	}
 	nOps := c.ops/2 + rng.IntN(c.ops)
 	for range nOps {
 		// advance the wall clock
@@ -786,20 +1064,38 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 		default:
 			now += randIn(rng, 0, 5*size)
 		}
-		if rng.IntN(40) == 0 {
-			lag = randIn(rng, 0, size)
+		if rng.IntN(redraw) == 0 {
+			lag = drawLag()
+		}
+		var active []int // the sources not silent now
+		for i := range srcNames {
+			if rng.IntN(20) == 0 {
+				srcLag[i] = drawSrcLag(i)
+			}
+			if rng.IntN(25) == 0 { // silent for about source_idle_timeout, often longer
+				silentUntil[i] = now + randIn(rng, int64(c.sourceIdle)/2, 3*int64(c.sourceIdle))
+			}
+			if silentUntil[i] <= now {
+				active = append(active, i)
+			}
 		}
 		op := scenOp{batchNow: now}
 		n := 1 + rng.IntN(cmp.Or(c.maxBatch, 20))
-		if rng.IntN(20) == 0 {
+		if rng.IntN(20) == 0 || (c.sources > 0 && len(active) == 0) {
 			n = 0
 		}
 		b := m.begin(now)
-		frontier := now - lag
-		if b.wSet && b.w-slide > frontier { // W ran ahead of the wall clock: keep most records relevant
-			frontier = b.w - slide
+		streamFrontier := now - lag
+		if b.wSet && b.w-slide > streamFrontier { // W is ahead of the stream: keep most records relevant
+			streamFrontier = b.w - slide
 		}
 		for range n {
+			frontier, src := streamFrontier, ""
+			if c.sources > 0 {
+				i := active[rng.IntN(len(active))]
+				frontier, src = streamFrontier-srcLag[i], srcNames[i]
+				b.source(src)
+			}
 			var t int64
 			anchor := frontier
 			if b.wSet {
@@ -825,7 +1121,7 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 				t = -randIn(rng, 0, 2)
 			case r < 90: // long expired
 				t = anchor - size - late - randIn(rng, 0, 3*size)
-			case r < 91: // far ahead, within the skew: moves W a lot
+			case r < 91: // ahead of the wall clock, within the skew: W follows the clock up to it
 				t = now + randIn(rng, 0, min(skew, 3*size))
 			default: // near the frontier, exact multiples of the slide
 				t = frontier - mod(frontier, slide) + randIn(rng, -2, 1)*slide
@@ -837,7 +1133,7 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 				prev = append(prev, v)
 			}
 			b.add(agg, key, t, v)
-			op.recs = append(op.recs, refRec{agg, key, t, v})
+			op.recs = append(op.recs, refRec{agg: agg, key: key, t: t, v: v, src: src})
 		}
 		b.end()
 		// the Collect after the batch, sometimes later on the wall clock
@@ -846,14 +1142,13 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 		case r < 70:
 		case r < 82:
 			op.collectNow += randIn(rng, 1, slide)
-		case r < 92 && idle > 0 && m.everAccepted:
+		case r < 92 && idle > 0 && m.idleArmed:
 			// aim the idle rule at a window end or expiry boundary, give or take 1 ns
-			wNow := m.maxEver - ooo
-			target := wNow - mod(wNow, slide) + randIn(rng, 1, 3)*slide + randIn(rng, -1, 1)
+			target := m.wLast - mod(m.wLast, slide) + randIn(rng, 1, 3)*slide + randIn(rng, -1, 1)
 			if rng.IntN(2) == 0 {
 				target += late
 			}
-			at := m.lastAcceptWall + (target - wNow)
+			at := m.lastAcceptWall + (target - m.wLast)
 			if at >= now && at-m.lastAcceptWall >= idle {
 				op.collectNow = at
 			}
@@ -864,10 +1159,23 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 				op.collectNow += randIn(rng, 0, size)
 			}
 		}
+		if c.clockKeepsUp && m.anyAccepted {
+			op.collectNow = max(op.collectNow, m.maxEver)
+		}
 		m.collect(op.collectNow)
 		now = op.collectNow
 		op.snapBeforeCollect = rng.Float64() < c.snapBeforeCollectRate
 		op.snapAfterCollect = rng.Float64() < c.snapAfterCollectRate
+		if op.snapAfterCollect {
+			// Sometimes the collector is down for a while before the Restore.
+			op.restoreAt = now
+			if rng.IntN(2) == 0 {
+				op.restoreAt += randIn(rng, 1, 2*max(idle, int64(c.sourceIdle), size))
+			}
+			m.snapshot(now)
+			m.restore(op.restoreAt)
+			now = op.restoreAt
+		}
 		sc.ops = append(sc.ops, op)
 	}
 	return sc
@@ -905,13 +1213,13 @@ func newModelEngine(c *modelConfig, now int64) (*Engine, *clock.Fake) {
 	return e, clk
 }
 
-// snapshotAndRestore restores a snapshot of e into a fresh engine, with another shard count (which a
-// snapshot does not fix) every other time.
-func snapshotAndRestore(c *modelConfig, e *Engine, now int64) (*Engine, *clock.Fake, error) {
+// snapshotAndRestore restores a snapshot of e, taken at its clock's time, into a fresh engine whose
+// clock reads restoreAt, with another shard count (which a snapshot does not fix) every other time.
+func snapshotAndRestore(c *modelConfig, e *Engine, restoreAt int64) (*Engine, *clock.Fake, error) {
 	snap := e.Snapshot(nil)
 	c2 := *c
 	c2.shards = []int{1, 0, 3, 64}[restores.Add(1)%4]
-	e2, clk := newModelEngine(&c2, now)
+	e2, clk := newModelEngine(&c2, restoreAt)
 	if err := e2.Restore(snap); err != nil {
 		return nil, nil, fmt.Errorf("Restore of a %d-byte snapshot: %w", len(snap), err)
 	}
@@ -921,19 +1229,40 @@ func snapshotAndRestore(c *modelConfig, e *Engine, now int64) (*Engine, *clock.F
 
 var restores atomic.Int64 // spreads the shard counts of restored engines
 
+// newSource reports whether record j of recs comes from another source than the one before it: where
+// a batch names the source of the records that follow.
+func newSource(recs []refRec, j int) bool { return j == 0 || recs[j].src != recs[j-1].src }
+
 // runScenario drives the engine and the model through sc and returns the first mismatch, or nil.
+//
+// With opt.snapshots the engine is snapshotted and restored at the ops' marks, and held to the model
+// and, bit for bit, to an engine that runs the stream uninterrupted (ref). A restore starts the idle
+// rule's and the sources' silences afresh (the collector was not running), so the two engines can part:
+// mU, the model of the uninterrupted engine, tells when W first differs, and from then on only the
+// model counts.
 func runScenario(sc *scenario, opt runOptions) *runFailure {
 	c := sc.cfg
 	tf := timeFmt{sc.base}
 	e, clk := newModelEngine(c, sc.base)
-	var ref *Engine // the uninterrupted engine of a snapshot run
+	var ref *Engine
+	var refClk *clock.Fake
+	var mU *refModel
 	if opt.snapshots {
-		ref, _ = newModelEngine(c, sc.base)
+		ref, refClk = newModelEngine(c, sc.base)
+		mU = newRefModel(c)
+		mU.quiet = true
 	}
 	m := newRefModel(c)
 	trace := func(format string, args ...any) {
 		if opt.trace != nil {
 			*opt.trace = append(*opt.trace, fmt.Sprintf(format, args...))
+		}
+	}
+	part := func(when string) {
+		if ref != nil && mU.watermark() != m.watermark() {
+			trace("  %s: W %s restored, %s uninterrupted: the uninterrupted engine no longer counts",
+				when, tf.t(m.watermark()), tf.t(mU.watermark()))
+			ref = nil
 		}
 	}
 	totals := map[windowID]uint64{}
@@ -949,11 +1278,12 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 			}
 		}
 	}
-	compare := func(want, got, refGot []firingRec) []string {
-		if opt.snapshots {
-			return compareStrict(tf, refGot, got)
+	compare := func(want, got, refGot []firingRec, withRef bool) []string {
+		out := compareToModel(tf, c.aggs, want, got)
+		if withRef {
+			out = append(out, compareStrict(tf, refGot, got)...)
 		}
-		return compareToModel(tf, c.aggs, want, got)
+		return out
 	}
 	traceFirings := func(what string, want, got []firingRec) {
 		if opt.trace == nil {
@@ -970,25 +1300,38 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 	for i, op := range sc.ops {
 		var lines []string
 		clk.Set(time.Unix(0, op.batchNow))
-		trace("op %d: batch at wall %s, W at Begin %s", i, tf.t(op.batchNow), tf.t(m.watermark()))
 		b := e.Begin(op.batchNow)
 		mb := m.begin(op.batchNow)
+		if opt.trace != nil {
+			trace("op %d: batch at wall %s, W at Begin %s", i, tf.t(op.batchNow), tf.t(mb.watermarkOrInf()))
+		}
 		var rb *Batch
+		var ub *refBatch
+		if mU != nil {
+			ub = mU.begin(op.batchNow)
+			part("at Begin")
+		}
 		if ref != nil {
+			refClk.Set(time.Unix(0, op.batchNow))
 			rb = ref.Begin(op.batchNow)
 		}
 		// With opt.staged every record is staged and the batch applied at the end, so a verdict is
-		// known only then: engineVerdicts holds them by record.
+		// known only then: engineVerdicts holds them by record. engineShared holds what SetSource
+		// said where the source changes.
 		engineVerdicts := make([]Verdict, len(op.recs))
+		engineShared := make([]bool, len(op.recs))
 		if opt.staged {
 			for j, r := range op.recs {
+				if c.perSource && newSource(op.recs, j) {
+					engineShared[j] = b.SetSource([]byte(r.src))
+				}
 				key = append(key[:0], r.key...)
 				engineVerdicts[j] = b.Stage(r.agg, key, r.t, r.v, int32(j))
 				for k := range key {
 					key[k] = '#'
 				}
 			}
-			b.Apply(func(tag int32, vd Verdict) {
+			b.Apply(func(tag int32, vd Verdict, _ int64) {
 				if engineVerdicts[tag] != OnTime {
 					panic(fmt.Sprintf("Apply reported record %d twice or after Stage refused it", tag))
 				}
@@ -996,6 +1339,24 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 			})
 		}
 		for j, r := range op.recs {
+			if c.perSource && newSource(op.recs, j) {
+				if !opt.staged {
+					engineShared[j] = b.SetSource([]byte(r.src))
+				}
+				want := mb.source(r.src)
+				if ub != nil {
+					ub.source(r.src)
+				}
+				if rb != nil {
+					rb.SetSource([]byte(r.src))
+				}
+				if opt.trace != nil {
+					trace("  source %q: model shared=%v, engine shared=%v", r.src, want, engineShared[j])
+				}
+				if engineShared[j] != want {
+					lines = append(lines, fmt.Sprintf("  record %d: SetSource(%q) reported shared=%v, want %v", j, r.src, engineShared[j], want))
+				}
+			}
 			var got Verdict
 			if opt.staged {
 				got = engineVerdicts[j]
@@ -1007,10 +1368,15 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 				}
 			}
 			want := mb.add(r.agg, r.key, r.t, r.v)
+			if ub != nil {
+				ub.add(r.agg, r.key, r.t, r.v)
+			}
 			if got < numVerdicts {
 				tally[got]++
 			}
-			trace("  rec %d: agg%d key=%q t=%s v=%g -> model %v, engine %v", j, r.agg, r.key, tf.t(r.t), r.v, want, got)
+			if opt.trace != nil {
+				trace("  rec %d: agg%d key=%q t=%s v=%g -> model %v, engine %v", j, r.agg, r.key, tf.t(r.t), r.v, want, got)
+			}
 			if got != want {
 				var fates []string
 				if r.t > 0 && r.t <= op.batchNow+m.skew {
@@ -1021,7 +1387,7 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 				lines = append(lines, fmt.Sprintf("  record %d (agg%d key=%q t=%s v=%g): verdict %v, want %v (W at Begin %s; windows %s)",
 					j, r.agg, r.key, tf.t(r.t), r.v, got, want, tf.t(mb.watermarkOrInf()), strings.Join(fates, " ")))
 			}
-			if ref != nil {
+			if rb != nil {
 				if rv := addOne(rb, r.agg, []byte(r.key), r.t, r.v); rv != got {
 					lines = append(lines, fmt.Sprintf("  record %d: verdict %v, the uninterrupted engine said %v", j, got, rv))
 				}
@@ -1029,40 +1395,60 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 		}
 		b.End()
 		mb.end()
-		if ref != nil {
+		if ub != nil {
+			ub.end()
+			part("after End")
+		}
+		if rb != nil {
 			rb.End()
 		}
-		if got, want := e.Watermark(), m.watermark(); got != want {
+		if got, want := e.Watermark(), m.watermarkAt(op.batchNow); got != want {
 			lines = append(lines, fmt.Sprintf("  after End: Watermark() = %s, want %s", tf.t(got), tf.t(want)))
 		}
 		if opt.snapshots && op.snapBeforeCollect {
 			var err error
+			m.snapshot(op.batchNow)
 			if e, clk, err = snapshotAndRestore(c, e, op.batchNow); err != nil {
 				lines = append(lines, "  "+err.Error())
 				return &runFailure{op: i, lines: lines}
 			}
+			m.restore(op.batchNow)
 			trace("  snapshot + restore before Collect")
 		}
 		clk.Set(time.Unix(0, op.collectNow))
-		got := collectFirings(e, op.collectNow)
+		got := collectFiringsOf(e, op.collectNow, opt.snapshots)
 		want := m.collect(op.collectNow)
+		if mU != nil {
+			mU.collect(op.collectNow)
+			part("at Collect")
+		}
 		var refGot []firingRec
+		withRef := ref != nil
 		if ref != nil {
+			refClk.Set(time.Unix(0, op.collectNow))
 			refGot = collectFirings(ref, op.collectNow)
 		}
 		account(got)
-		trace("  collect at wall %s: W model %s, engine %s", tf.t(op.collectNow), tf.t(m.watermark()), tf.t(e.Watermark()))
+		if opt.trace != nil {
+			trace("  collect at wall %s: W model %s, engine %s", tf.t(op.collectNow), tf.t(m.watermark()), tf.t(e.Watermark()))
+		}
 		traceFirings("fired", want, got)
-		if gw, ww := e.Watermark(), m.watermark(); gw != ww {
+		if gw, ww := e.Watermark(), m.watermarkAt(op.collectNow); gw != ww {
 			lines = append(lines, fmt.Sprintf("  after Collect(%s): Watermark() = %s, want %s", tf.t(op.collectNow), tf.t(gw), tf.t(ww)))
 		}
-		lines = append(lines, compare(want, got, refGot)...)
+		lines = append(lines, compare(want, got, refGot, withRef)...)
 		if opt.snapshots && op.snapAfterCollect {
+			restoreAt := max(op.restoreAt, op.collectNow)
 			var err error
-			if e, clk, err = snapshotAndRestore(c, e, op.collectNow); err != nil {
+			m.snapshot(op.collectNow)
+			if e, clk, err = snapshotAndRestore(c, e, restoreAt); err != nil {
 				lines = append(lines, "  "+err.Error())
+				return &runFailure{op: i, lines: lines}
 			}
-			trace("  snapshot + restore after Collect")
+			m.restore(restoreAt)
+			if opt.trace != nil {
+				trace("  snapshot + restore after Collect, restored at wall %s", tf.t(restoreAt))
+			}
 		}
 		if opt.onEngine != nil && e != nil {
 			opt.onEngine(e)
@@ -1073,16 +1459,17 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 	}
 	// FireAll, then the accounting of every window.
 	var lines []string
-	got := fireAllFirings(e)
+	got := fireAllFiringsOf(e, opt.snapshots)
 	want := m.fireAll()
 	var refGot []firingRec
+	withRef := ref != nil
 	if ref != nil {
 		refGot = fireAllFirings(ref)
 	}
 	account(got)
 	trace("FireAll")
 	traceFirings("FireAll", want, got)
-	if d := compare(want, got, refGot); len(d) > 0 {
+	if d := compare(want, got, refGot, withRef); len(d) > 0 {
 		lines = append(lines, "  FireAll:")
 		lines = append(lines, d...)
 	}
@@ -1209,6 +1596,7 @@ func shrinkScenario(sc *scenario, opt runOptions) *scenario {
 				func(op *scenOp) { op.collectNow = op.batchNow },
 				func(op *scenOp) { op.snapBeforeCollect = false },
 				func(op *scenOp) { op.snapAfterCollect = false },
+				func(op *scenOp) { op.restoreAt = min(op.restoreAt, op.collectNow) },
 			} {
 				ops := slices.Clone(cur.ops)
 				edit(&ops[i])
@@ -1231,7 +1619,10 @@ func describeScenario(sc *scenario) string {
 	fmt.Fprintf(&b, "config %s\nseed %d, base wall clock %d\n", sc.cfg, sc.seed, sc.base)
 	for i, op := range sc.ops {
 		fmt.Fprintf(&b, "op %d: Begin(base%+v)", i, time.Duration(op.batchNow-sc.base))
-		for _, r := range op.recs {
+		for j, r := range op.recs {
+			if sc.cfg.perSource && newSource(op.recs, j) {
+				fmt.Fprintf(&b, " SetSource(%q)", r.src)
+			}
 			fmt.Fprintf(&b, " record(%d, %q, %s, %g)", r.agg, r.key, tf.t(r.t), r.v)
 		}
 		fmt.Fprintf(&b, " End()")
@@ -1240,7 +1631,7 @@ func describeScenario(sc *scenario) string {
 		}
 		fmt.Fprintf(&b, " Collect(base%+v)", time.Duration(op.collectNow-sc.base))
 		if op.snapAfterCollect {
-			b.WriteString(" Snapshot+Restore")
+			fmt.Fprintf(&b, " Snapshot+Restore(base%+v)", time.Duration(max(op.restoreAt, op.collectNow)-sc.base))
 		}
 		b.WriteString("\n")
 	}
@@ -1276,6 +1667,24 @@ func seedsFor(c *modelConfig) int {
 	return c.seeds
 }
 
+// scenarios holds streams drawn once for two runs: TestEngineMatchesReferenceModel and
+// TestStagedBatchesMatchReferenceModel run the same ones; the second run takes it out.
+var scenarios sync.Map
+
+// sharedScenario returns genScenario(c, seed), drawn once for two callers when share is set.
+func sharedScenario(c *modelConfig, seed uint64, share bool) *scenario {
+	if !share {
+		return genScenario(c, seed)
+	}
+	k := fmt.Sprintf("%s/%d", c.name, seed)
+	if sc, ok := scenarios.LoadAndDelete(k); ok {
+		return sc.(*scenario)
+	}
+	sc := genScenario(c, seed)
+	scenarios.Store(k, sc)
+	return sc
+}
+
 // runSeeds runs every seed of c with opt, reports the first failing one in full and the rest briefly.
 func runSeeds(t *testing.T, c *modelConfig, opt runOptions) {
 	only := os.Getenv("STREAM_MODEL_ONLY")
@@ -1285,7 +1694,7 @@ func runSeeds(t *testing.T, c *modelConfig, opt runOptions) {
 		if only != "" && only != fmt.Sprintf("%s:%d", c.name, seed) {
 			continue
 		}
-		sc := genScenario(c, seed)
+		sc := sharedScenario(c, seed, !opt.snapshots)
 		if only != "" {
 			var trace []string
 			o := opt
@@ -1399,18 +1808,111 @@ func TestReferenceModelSelfCheck(t *testing.T) {
 	if got := m.collect(now + 11*s); len(got) != 1 || m.watermark() != 14*s {
 		t.Fatalf("idle: W=%d, %+v", m.watermark(), got)
 	}
+	// restart: the idle rule counts from the restore and advances from the restored W
+	b = m.begin(now + 20*s)
+	b.add(0, "a", now+15*s, 1)
+	b.end() // W = 1013
+	m.snapshot(now + 20*s)
+	m.restore(now + 120*s)
+	if m.collect(now + 125*s); m.watermark() != now+13*s {
+		t.Fatalf("idle after a restart, 5 s after it: W=%d, want %d", m.watermark(), now+13*s)
+	}
+	if m.collect(now + 132*s); m.watermark() != now+25*s { // 1013 + 12
+		t.Fatalf("idle after a restart, 12 s after it: W=%d, want %d", m.watermark(), now+25*s)
+	}
+
+	// the clamp: a record 2 minutes ahead of the clock holds W at the clock
+	c3 := &modelConfig{size: 10 * time.Second, ooo: 2 * time.Second, skew: 5 * time.Minute, aggs: []Aggregation{{}}}
+	m = newRefModel(c3)
+	b = m.begin(now)
+	if v := b.add(0, "a", now+125*s, 1); v != OnTime {
+		t.Fatalf("record ahead of the clock: %v", v)
+	}
+	b.end()
+	if m.watermark() != now-2*s {
+		t.Fatalf("clamp: W=%d, want %d", m.watermark(), now-2*s)
+	}
+	if m.collect(now + 50*s); m.watermark() != now+48*s {
+		t.Fatalf("clamp 50 s on: W=%d, want %d", m.watermark(), now+48*s)
+	}
+	b = m.begin(now + 140*s)
+	b.add(0, "a", now+134*s, 1)
+	b.end() // W = min(1134, 1140) - 2 = 1132: [1120, 1130) fires
+	if got := m.collect(now + 140*s); m.watermark() != now+132*s || len(got) != 1 || got[0].Start != now+120*s || got[0].Count != 1 {
+		t.Fatalf("clamp at 1140 s: W=%d, %+v", m.watermark(), got)
+	}
+
+	// per_source: a source 90 s behind holds W until it has been silent for source_idle_timeout
+	c4 := &modelConfig{size: 10 * time.Second, skew: time.Minute, perSource: true, sourceIdle: 30 * time.Second,
+		maxSources: 4, aggs: []Aggregation{{}}}
+	m = newRefModel(c4)
+	b = m.begin(now)
+	b.source("a")
+	b.add(0, "k", now, 1)
+	b.source("b")
+	b.add(0, "k", now-90*s, 1)
+	b.end()
+	if m.watermark() != now-90*s {
+		t.Fatalf("per_source: W=%d, want %d", m.watermark(), now-90*s)
+	}
+	b = m.begin(now + 10*s)
+	b.source("a")
+	b.add(0, "k", now+10*s, 1)
+	b.end()
+	if m.collect(now + 29*s); m.watermark() != now-90*s {
+		t.Fatalf("per_source, b silent for 29 s: W=%d, want %d", m.watermark(), now-90*s)
+	}
+	if m.collect(now + 30*s); m.watermark() != now+10*s {
+		t.Fatalf("per_source, b silent for 30 s: W=%d, want %d", m.watermark(), now+10*s)
+	}
+	// A restart: both held sources count as heard from at the restore.
+	b = m.begin(now + 31*s)
+	b.source("b")
+	b.add(0, "k", now+20*s, 1) // b again, 11 s behind
+	b.end()
+	m.snapshot(now + 31*s)
+	m.restore(now + 200*s)
+	b = m.begin(now + 210*s)
+	b.source("a")
+	b.add(0, "k", now+210*s, 1)
+	b.end()
+	if m.collect(now + 229*s); m.watermark() != now+20*s {
+		t.Fatalf("per_source after a restart: W=%d, want %d (b held since the restore)", m.watermark(), now+20*s)
+	}
+	if m.collect(now + 230*s); m.watermark() != now+210*s {
+		t.Fatalf("per_source after a restart, b silent for 30 s: W=%d, want %d", m.watermark(), now+210*s)
+	}
+
+	// max_sources 1: b and c share a source, whose event time is the greater of theirs
+	c5 := *c4
+	c5.maxSources = 1
+	m = newRefModel(&c5)
+	b = m.begin(now)
+	if b.source("a") || !b.source("b") {
+		t.Fatal("max_sources 1: a has a place of its own, b shares")
+	}
+	b.add(0, "k", now-50*s, 1)
+	b.source("c")
+	b.add(0, "k", now-10*s, 1)
+	b.source("a")
+	b.add(0, "k", now, 1)
+	b.end()
+	if m.watermark() != now-10*s {
+		t.Fatalf("shared source: W=%d, want %d", m.watermark(), now-10*s)
+	}
 }
 
 // TestOverflowConservesRecords runs streams with few series slots and many keys: whatever goes to the
 // overflow series, the records of every window, summed over its series, must all come out, and the
-// regular series must never exceed max_series.
+// regular series must never exceed max_series. The wall clock keeps up with the records, so that
+// series are released only at a Collect and the series that fire at one Collect were held at once.
 func TestOverflowConservesRecords(t *testing.T) {
 	s := time.Second
 	configs := []modelConfig{
 		{name: "overflow-tumbling", size: 10 * s, lateness: 5 * s, ooo: s, idle: 15 * s, skew: 30 * s, keys: 12,
-			seeds: 20, ops: 40, maxSeries: 2, aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+			seeds: 20, ops: 40, maxSeries: 2, clockKeepsUp: true, aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
 		{name: "overflow-sliding", size: 4 * s, slide: s, lateness: 3 * s, skew: 30 * s, keys: 10,
-			seeds: 20, ops: 30, maxSeries: 3, aggs: []Aggregation{{Histogram: true}}},
+			seeds: 20, ops: 30, maxSeries: 3, clockKeepsUp: true, aggs: []Aggregation{{Histogram: true}}},
 	}
 	for _, c := range configs {
 		for _, staged := range []bool{false, true} {
@@ -1443,7 +1945,7 @@ func applyRecords(b *Batch, recs []refRec, staged bool) []Verdict {
 		}
 	}
 	if staged {
-		b.Apply(func(tag int32, vd Verdict) { out[tag] = vd })
+		b.Apply(func(tag int32, vd Verdict, _ int64) { out[tag] = vd })
 	}
 	return out
 }
@@ -1499,7 +2001,8 @@ func runOverflowScenario(sc *scenario, staged bool) string {
 		b.End()
 		mb.end()
 		m.collect(op.collectNow)
-		if msg := check(collectFirings(e, op.collectNow), fmt.Sprintf("op %d", i)); msg != "" {
+		clk.Set(time.Unix(0, op.collectNow))
+		if msg := check(collectFiringsOf(e, op.collectNow, false), fmt.Sprintf("op %d", i)); msg != "" {
 			return msg
 		}
 		if g, w := e.Watermark(), m.watermark(); g != w {
@@ -1685,8 +2188,10 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 }
 
 // TestSnapshotRestoreMidStream snapshots and restores the engine at random points of random streams
-// (between End and Collect, and after Collect) and requires every verdict, watermark and firing to be
-// those of an uninterrupted engine, and the verdicts, watermarks and per-window totals those of the model.
+// (between End and Collect, and after Collect, sometimes after some downtime) and requires every
+// verdict, watermark and firing to be the model's, whose restore is a restart (the idle rule and every
+// restored source count from the restore's wall time), and to be bit for bit those of an uninterrupted
+// engine for as long as the restarts have not changed W.
 func TestSnapshotRestoreMidStream(t *testing.T) {
 	for _, c := range modelConfigs() {
 		c.seeds = max(c.seeds/8, 3)
@@ -1703,7 +2208,8 @@ func TestSnapshotRestoreMidStream(t *testing.T) {
 
 // TestSnapshotHalfwayEqualsUninterrupted is the plain round trip: half a stream, Snapshot, Restore into
 // a fresh engine with a fresh clock at the same time, the other half; all firings must equal those of an
-// engine that ran the whole stream.
+// engine that ran the whole stream (unless the restart, from which the idle rule counts afresh, changed
+// W: then those of the model).
 func TestSnapshotHalfwayEqualsUninterrupted(t *testing.T) {
 	for _, c := range modelConfigs()[:5] {
 		for seed := range uint64(4) {
@@ -1868,15 +2374,16 @@ func TestBatchJudgedAgainstBeginWatermarkAcrossCollect(t *testing.T) {
 // TestStagedEqualsOneAtATimeWhenCollectedEveryBatch drives two engines with the same hash seed through the
 // same overflow-heavy streams, one adding a record at a time, one staging each batch and applying it, and
 // collecting after every batch: verdicts and firings (which series hold the max_series slots
-// included) must be identical. Without a Collect per batch they may differ in which new series get
-// slots that expired series freed (see Batch).
+// included) must be identical. Without a Collect per batch, or with W moving with the wall clock
+// between a Collect and the next batch, they may differ in which new series get slots that expired
+// series freed (see Batch): the wall clock keeps up with the records.
 func TestStagedEqualsOneAtATimeWhenCollectedEveryBatch(t *testing.T) {
 	s := time.Second
 	configs := []modelConfig{
 		{name: "tumbling", size: 10 * s, lateness: 5 * s, ooo: s, idle: 15 * s, skew: 30 * s, keys: 12, shards: 4,
-			seeds: 40, ops: 40, maxSeries: 3, aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+			seeds: 40, ops: 40, maxSeries: 3, clockKeepsUp: true, aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
 		{name: "sliding", size: 4 * s, slide: s, lateness: 3 * s, skew: 30 * s, keys: 10, shards: 4,
-			seeds: 40, ops: 30, maxSeries: 2, aggs: []Aggregation{{Histogram: true}}},
+			seeds: 40, ops: 30, maxSeries: 2, clockKeepsUp: true, aggs: []Aggregation{{Histogram: true}}},
 	}
 	for _, c := range configs {
 		t.Run(c.name, func(t *testing.T) {

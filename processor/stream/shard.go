@@ -336,3 +336,18 @@ func (s *shard) windowSketch(se *series, end int64) *sketch.Histogram {
 	se.accEnd, se.accOK = end, true
 	return se.acc
 }
+
+// drain fires every open window of the series of the aggregations marked in aggs, as it stands (late
+// firings of fired windows with late records, first firings of the others), and drops those series,
+// without moving the shard's watermark.
+func (s *shard) drain(aggs []bool) {
+	for i := 0; i < len(s.list); {
+		se := s.list[i]
+		if !aggs[se.agg] {
+			i++
+			continue
+		}
+		s.flushSeries(se, s.applied, maxTime)
+		s.release(se) // flushSeries at maxTime dropped every pane; the last series moved into slot i
+	}
+}

@@ -12,7 +12,7 @@ import (
 // with their panes, and the results not yet collected.
 const (
 	snapshotMagic   = "WAGS"
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
 
 // ErrSnapshotMismatch says that a snapshot was taken under another configuration.
@@ -28,18 +28,23 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 	}
-	w := e.wm.current()
+	w := e.wm.current(e.clock.Now())
 	for _, sh := range shards {
 		sh.flush(w)
 	}
 	enc := &encoder{b: append(dst, snapshotMagic...)}
 	enc.uvarint(snapshotVersion)
 	e.encodeConfig(enc)
-	maxEvent, floor, lastAccept := e.wm.state()
-	enc.varint(maxEvent)
-	enc.varint(floor)
-	enc.varint(lastAccept)
+	wst := e.wm.state()
+	enc.varint(wst.event)
+	enc.varint(wst.floor)
+	enc.varint(wst.high)
 	enc.varint(w)
+	enc.uvarint(uint64(len(wst.sources)))
+	for _, src := range wst.sources {
+		enc.bytes(src.key)
+		enc.varint(src.maxEvent)
+	}
 	var nSeries, nResults int
 	for _, sh := range shards {
 		nSeries += len(sh.list)
@@ -141,9 +146,19 @@ func (e *Engine) Restore(b []byte) error {
 	if err := e.checkConfig(d); err != nil {
 		return err
 	}
-	maxEvent, floor, lastAccept, w := d.varint(), d.varint(), d.varint(), d.varint()
-	if d.err == nil && (w < minTime || w > maxTime || maxEvent < minTime || maxEvent > maxTime || floor < minTime || floor > maxTime) {
+	wst := watermarkState{event: d.varint(), floor: d.varint(), high: d.varint()}
+	w := d.varint()
+	inRange := func(v int64) bool { return v >= minTime && v <= maxTime }
+	if d.err == nil && !(inRange(w) && inRange(wst.event) && inRange(wst.floor) && inRange(wst.high) && wst.high <= w) {
 		d.fail()
+	}
+	nSources := d.count(2)
+	for range nSources {
+		src := sourceState{key: string(d.raw()), maxEvent: d.varint()}
+		if d.err == nil && !inRange(src.maxEvent) {
+			d.fail()
+		}
+		wst.sources = append(wst.sources, src)
 	}
 	fresh := make([]*shard, len(e.shards))
 	for i := range fresh {
@@ -193,7 +208,8 @@ func (e *Engine) Restore(b []byte) error {
 	for i := range e.active {
 		e.active[i].Store(active[i])
 	}
-	e.wm.restore(maxEvent, floor, lastAccept)
+	wst.high = w
+	e.wm.restore(wst, e.clock.Now())
 	return nil
 }
 
