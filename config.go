@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // Config is the configuration of both forms of window_aggregator. The keys are those of the contract
@@ -38,6 +40,13 @@ type WatermarkConfig struct {
 	MaxOutOfOrderness time.Duration `mapstructure:"max_out_of_orderness"`
 	IdleTimeout       time.Duration `mapstructure:"idle_timeout"`
 	MaxFutureSkew     time.Duration `mapstructure:"max_future_skew"`
+	// PerSource names the resource attributes whose values identify a record's source; each source
+	// then has a watermark of its own, and W is the least of those heard from recently.
+	PerSource []string `mapstructure:"per_source"`
+	// SourceIdleTimeout is how long (wall clock) a source may be silent and still hold W back.
+	SourceIdleTimeout time.Duration `mapstructure:"source_idle_timeout"`
+	// MaxSources bounds the sources held; past it, further sources share one.
+	MaxSources int `mapstructure:"max_sources"`
 }
 
 // LateDataConfig says what happens to records that come too late, too early, or without a timestamp.
@@ -119,7 +128,7 @@ const maxDuration = 365 * 24 * time.Hour
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Watermark:  WatermarkConfig{MaxFutureSkew: 5 * time.Minute},
+		Watermark:  WatermarkConfig{MaxFutureSkew: 5 * time.Minute, SourceIdleTimeout: time.Minute, MaxSources: 1000},
 		LateData:   LateDataConfig{Action: actionRoute},
 		MaxSeries:  10000,
 		Emit:       EmitConfig{Interval: time.Second, MaxPending: 100},
@@ -140,6 +149,25 @@ func (c *Config) Validate() error {
 		bad("window.slide", "must be > 0 and <= window.size (%s), got %s", c.Window.Size, s)
 	} else if s > 0 && c.Window.Size > 0 && c.Window.Size%s != 0 {
 		bad("window.slide", "window.size (%s) must be a whole multiple of it, got %s", c.Window.Size, s)
+	} else if s > 0 && c.Window.Size/s > stream.MaxPanesPerWindow {
+		bad("window.slide", "window.size / window.slide must be at most %d (a record is in that many windows), got %s / %s = %d",
+			stream.MaxPanesPerWindow, c.Window.Size, s, c.Window.Size/s)
+	}
+	seenSource := map[string]bool{}
+	for _, k := range c.Watermark.PerSource {
+		switch {
+		case k == "":
+			bad("watermark.per_source", "empty key")
+		case seenSource[k]:
+			bad("watermark.per_source", "key %q listed twice", k)
+		}
+		seenSource[k] = true
+	}
+	if c.Watermark.SourceIdleTimeout <= 0 || c.Watermark.SourceIdleTimeout > maxDuration {
+		bad("watermark.source_idle_timeout", "must be > 0 and <= %s, got %s", maxDuration, c.Watermark.SourceIdleTimeout)
+	}
+	if m := c.Watermark.MaxSources; m <= 0 || m > stream.MaxSourcesLimit {
+		bad("watermark.max_sources", "must be between 1 and %d, got %d", stream.MaxSourcesLimit, m)
 	}
 	for key, d := range map[string]time.Duration{
 		"watermark.max_out_of_orderness": c.Watermark.MaxOutOfOrderness,

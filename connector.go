@@ -16,10 +16,21 @@ import (
 
 var connectorCapabilities = consumer.Capabilities{MutatesData: false}
 
-// instance is what every instance has: the shared state and, for a metrics output, its sink.
+// instance is what every instance has: the shared state, for a metrics output its sink, and for an
+// instance that ingests records the input signal it is a feed of (see shared.addFeed).
 type instance struct {
-	s    *shared
-	sink *sink
+	s         *shared
+	sink      *sink
+	feed      int // inputSpans, inputLogs, or -1
+	connector bool
+}
+
+// newInstance makes an instance, registering it as a feed of input (-1: none).
+func newInstance(s *shared, k *sink, feed int, connector bool) instance {
+	if feed >= 0 {
+		s.addFeed(feed, connector)
+	}
+	return instance{s: s, sink: k, feed: feed, connector: connector}
 }
 
 func (in *instance) Start(ctx context.Context, host component.Host) error {
@@ -30,10 +41,7 @@ func (in *instance) Shutdown(ctx context.Context) error {
 	if in.s == nil {
 		return nil
 	}
-	if in.sink != nil {
-		return in.s.shutdownSink(ctx, in.sink)
-	}
-	return in.s.release(ctx)
+	return in.s.shutdownInstance(ctx, in)
 }
 
 func (in *instance) Capabilities() consumer.Capabilities { return connectorCapabilities }
@@ -106,7 +114,7 @@ func createTracesToMetrics(_ context.Context, set connector.Settings, cfg compon
 	if err != nil {
 		return nil, err
 	}
-	return &tracesToMetrics{instance{s: s, sink: s.addSink(next, inputSpans)}}, nil
+	return &tracesToMetrics{newInstance(s, s.addSink(next, inputSpans), inputSpans, true)}, nil
 }
 
 func createLogsToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {
@@ -114,7 +122,7 @@ func createLogsToMetrics(_ context.Context, set connector.Settings, cfg componen
 	if err != nil {
 		return nil, err
 	}
-	return &logsToMetrics{instance{s: s, sink: s.addSink(next, inputLogs)}}, nil
+	return &logsToMetrics{newInstance(s, s.addSink(next, inputLogs), inputLogs, true)}, nil
 }
 
 func createTracesToTraces(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
@@ -125,7 +133,7 @@ func createTracesToTraces(_ context.Context, set connector.Settings, cfg compone
 	s.mu.Lock()
 	s.lateTraces = next
 	s.mu.Unlock()
-	return &tracesToTraces{instance: instance{s: s}, next: next}, nil
+	return &tracesToTraces{instance: newInstance(s, nil, inputSpans, true), next: next}, nil
 }
 
 func createLogsToLogs(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Logs, error) {
@@ -136,5 +144,5 @@ func createLogsToLogs(_ context.Context, set connector.Settings, cfg component.C
 	s.mu.Lock()
 	s.lateLogs = next
 	s.mu.Unlock()
-	return &logsToLogs{instance: instance{s: s}, next: next}, nil
+	return &logsToLogs{instance: newInstance(s, nil, inputLogs, true), next: next}, nil
 }

@@ -18,6 +18,8 @@ const (
 	inputSpans = iota
 	inputLogs
 	inputAny // the processor form in a metrics pipeline
+
+	numInputs = inputAny // the input signals
 )
 
 // sink is one metrics output: the consumer behind a connector's traces->metrics or logs->metrics
@@ -70,6 +72,15 @@ func (em *emitter) fireAll(ctx context.Context) {
 	em.sendLocked(ctx)
 }
 
+// drain fires the open windows of the aggregations marked in mask as they stand and sends the
+// results (see stream.Engine.Drain).
+func (em *emitter) drain(ctx context.Context, mask []bool) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	em.s.engine.Drain(mask, em.add)
+	em.sendLocked(ctx)
+}
+
 func (em *emitter) add(r *stream.Result) {
 	em.builders[em.s.aggs[r.Agg].input].add(r)
 }
@@ -88,10 +99,18 @@ func (em *emitter) sendLocked(ctx context.Context) {
 		}
 		md, n := b.take()
 		targets := s.sinksFor(input)
+		if len(targets) == 0 && s.storage != nil && s.hasSinks() {
+			// Every metrics output has stopped, and records still came: kept in the checkpoint and
+			// sent after the next start.
+			em.enqueue(ctx, s.stoppedSinkFor(input), md, n)
+			continue
+		}
 		if len(targets) == 0 {
 			reason := "no_metrics_pipeline"
 			if s.hasSinks() {
 				reason = "shutdown" // every metrics output has shut down
+				s.logger.Warn("Dropping window results: every metrics output of the component has shut down, and records still came to another instance of it (the processor form's metrics pipeline can stop before its traces and logs pipelines; the connector form, or storage, keeps such results)",
+					zap.Int("data_points", n))
 			}
 			s.tel.pointsDropped.Add(ctx, int64(n), reasonAttr(reason))
 			continue

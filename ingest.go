@@ -2,6 +2,7 @@ package windowaggregator
 
 import (
 	"context"
+	"encoding/binary"
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -20,12 +21,15 @@ const (
 )
 
 // scratch is what one ingest call reuses: the series-key buffer, the record view with its cache, the
-// state of each record, and the run itself.
+// state of each record, the watermark each expired record was judged by, the source-key buffer, and
+// the run itself.
 type scratch struct {
-	key   serieskey.Builder
-	view  recordView
-	state []uint8
-	run   ingestRun
+	key       serieskey.Builder
+	view      recordView
+	state     []uint8
+	judgedBy  []int64 // by record; filled only once a record of the call has expired
+	sourceKey []byte
+	run       ingestRun
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -37,6 +41,7 @@ func (sc *scratch) release() {
 	sc.view.setScope(pcommon.Map{}, pcommon.Map{})
 	sc.view.attrs = pcommon.Map{}
 	sc.state = sc.state[:0]
+	sc.judgedBy = sc.judgedBy[:0]
 	sc.run = ingestRun{}
 	scratchPool.Put(sc)
 }
@@ -45,6 +50,8 @@ func (sc *scratch) release() {
 type tally struct {
 	aggregated, lateUpdated, unmatched int64
 	truncated                          int64
+	aheadOfClock                       int64          // records stamped after the collector's clock, within max_future_skew
+	sharedSource                       int64          // records of sources past max_sources
 	late                               [numLate]int64 // by lateExpired, lateFuture, lateInvalid
 	values                             [numValueReasons]int64
 }
@@ -79,6 +86,12 @@ func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 	}
 	if t.truncated > 0 {
 		tel.truncatedKeys.Add(ctx, t.truncated)
+	}
+	if t.aheadOfClock > 0 {
+		tel.clockSkew.Add(ctx, t.aheadOfClock, attrReasonAheadOfClock...)
+	}
+	if t.sharedSource > 0 {
+		tel.sharedSource.Add(ctx, t.sharedSource)
 	}
 	for reason := valueOK + 1; reason < numValueReasons; reason++ {
 		if n := t.values[reason]; n > 0 {
@@ -117,6 +130,9 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 				}
 				break
 			}
+			if t > run.now {
+				run.tl.aheadOfClock++ // aggregated, but W does not follow it past the clock
+			}
 		}
 		v, why := a.value(r, start, end)
 		run.tl.values[why]++ // values[valueOK] is counted and never reported
@@ -131,11 +147,17 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 // apply adds the staged records and settles every record's state: a record is late (expired) if some
 // aggregation found it expired, late-updated if some added it to a window that had fired.
 func (run *ingestRun) apply() {
-	state := run.sc.state
-	run.b.Apply(func(tag int32, vd stream.Verdict) {
+	sc := run.sc
+	state := sc.state
+	run.b.Apply(func(tag int32, vd stream.Verdict, w int64) {
 		switch vd {
 		case stream.Expired:
 			state[tag] |= reasonState(lateExpired)
+			if len(sc.judgedBy) == 0 {
+				sc.judgedBy = append(sc.judgedBy, make([]int64, len(state))...)
+			}
+			// A record is expired for every aggregation that judged it so; keep the greatest W.
+			sc.judgedBy[tag] = max(sc.judgedBy[tag], w)
 		case stream.LateUpdate:
 			state[tag] |= stLateUpdated
 		}
@@ -156,12 +178,38 @@ func (run *ingestRun) apply() {
 	}
 }
 
-// lateReason returns the late reason of record i of the call, or "".
-func (run *ingestRun) lateReason(i int) string {
-	if r := run.sc.state[i] >> stReasonShift; r != 0 {
-		return lateReasons[r-1]
+// lateReason returns the late reason of record i of the call, or "", and the watermark it was judged
+// by: for an expired record the one its aggregations found it expired under, else the batch's.
+func (run *ingestRun) lateReason(i int) (string, int64) {
+	r := run.sc.state[i] >> stReasonShift
+	if r == 0 {
+		return "", 0
 	}
-	return ""
+	if r-1 == lateExpired && i < len(run.sc.judgedBy) && run.sc.judgedBy[i] != 0 {
+		return lateReasons[r-1], run.sc.judgedBy[i]
+	}
+	return lateReasons[r-1], run.b.Watermark()
+}
+
+// setSource names the source of the resource's records for the engine, by the values of the
+// watermark.per_source keys on the resource (a missing key counts as empty). It reports whether the
+// source is one past max_sources.
+func (run *ingestRun) setSource(resource pcommon.Map) bool {
+	keys := run.s.cfg.Watermark.PerSource
+	if len(keys) == 0 {
+		return false
+	}
+	k := run.sc.sourceKey[:0]
+	for _, key := range keys {
+		var v string
+		if val, ok := resource.Get(key); ok {
+			v = val.AsString()
+		}
+		k = binary.AppendUvarint(k, uint64(len(v)))
+		k = append(k, v...)
+	}
+	run.sc.sourceKey = k
+	return run.b.SetSource(k)
 }
 
 // ingestTraces aggregates the spans of td. When late is not nil, the spans that come too late, too
@@ -175,6 +223,7 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
+		first, shared := len(run.sc.state), run.setSource(rs.Resource().Attributes())
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
@@ -187,10 +236,13 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 				run.stage(s.spanAggs, timeOf(end), start, end)
 			}
 		}
+		if shared {
+			run.tl.sharedSource += int64(len(run.sc.state) - first)
+		}
 	}
 	run.apply()
 	if late != nil && run.anyLate {
-		w, n := run.b.Watermark(), 0
+		n := 0
 		for i := 0; i < rss.Len(); i++ {
 			rs := rss.At(i)
 			sss := rs.ScopeSpans()
@@ -198,7 +250,7 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 				ss := sss.At(j)
 				spans := ss.Spans()
 				for k := 0; k < spans.Len(); k, n = k+1, n+1 {
-					if reason := run.lateReason(n); reason != "" {
+					if reason, w := run.lateReason(n); reason != "" {
 						late.add(rs, ss, spans.At(k), reason, w)
 					}
 				}
@@ -218,6 +270,7 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
+		first, shared := len(run.sc.state), run.setSource(rl.Resource().Attributes())
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			sl := sls.At(j)
@@ -234,10 +287,13 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 				run.stage(s.logAggs, timeOf(ts), 0, 0)
 			}
 		}
+		if shared {
+			run.tl.sharedSource += int64(len(run.sc.state) - first)
+		}
 	}
 	run.apply()
 	if late != nil && run.anyLate {
-		w, n := run.b.Watermark(), 0
+		n := 0
 		for i := 0; i < rls.Len(); i++ {
 			rl := rls.At(i)
 			sls := rl.ScopeLogs()
@@ -245,7 +301,7 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 				sl := sls.At(j)
 				lrs := sl.LogRecords()
 				for k := 0; k < lrs.Len(); k, n = k+1, n+1 {
-					if reason := run.lateReason(n); reason != "" {
+					if reason, w := run.lateReason(n); reason != "" {
 						late.add(rl, sl, lrs.At(k), reason, w)
 					}
 				}
@@ -258,6 +314,7 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 // ingestRun is one ingest call: its batch, its tally and its scratch.
 type ingestRun struct {
 	s       *shared
+	now     int64 // wall time the run began at
 	b       *stream.Batch
 	tl      tally
 	sc      *scratch
@@ -267,17 +324,18 @@ type ingestRun struct {
 func (s *shared) beginRun() *ingestRun {
 	sc := getScratch()
 	run := &sc.run
-	*run = ingestRun{s: s, sc: sc, b: s.engine.Begin(s.engine.Now())}
+	now := s.engine.Now()
+	*run = ingestRun{s: s, sc: sc, now: now, b: s.engine.Begin(now)}
 	return run
 }
 
 // finish lets the batch move the watermark, reports its outcomes, and sends what fired.
 func (run *ingestRun) finish(ctx context.Context, action lateAction) {
-	s := run.s
+	s, now := run.s, run.now
 	run.b.End()
 	s.report(ctx, &run.tl, action)
-	run.sc.release()
-	if s.engine.Due() {
+	run.sc.release() // run is part of the scratch: not to be read after this
+	if s.engine.Due(now) {
 		s.emitter.emit(ctx, true)
 	}
 }

@@ -48,7 +48,7 @@ func createTracesProcessor(_ context.Context, set processor.Settings, cfg compon
 	if err != nil {
 		return nil, err
 	}
-	return &tracesProcessor{instance: instance{s: s}, next: next}, nil
+	return &tracesProcessor{instance: newInstance(s, nil, inputSpans, false), next: next}, nil
 }
 
 func createLogsProcessor(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
@@ -56,7 +56,7 @@ func createLogsProcessor(_ context.Context, set processor.Settings, cfg componen
 	if err != nil {
 		return nil, err
 	}
-	return &logsProcessor{instance: instance{s: s}, next: next}, nil
+	return &logsProcessor{instance: newInstance(s, nil, inputLogs, false), next: next}, nil
 }
 
 func createMetricsProcessor(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
@@ -64,5 +64,5 @@ func createMetricsProcessor(_ context.Context, set processor.Settings, cfg compo
 	if err != nil {
 		return nil, err
 	}
-	return &metricsProcessor{instance: instance{s: s, sink: s.addSink(next, inputAny)}, next: next}, nil
+	return &metricsProcessor{instance: newInstance(s, s.addSink(next, inputAny), -1, false), next: next}, nil
 }

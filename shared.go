@@ -40,6 +40,12 @@ type shared struct {
 	instances int // created and not yet shut down
 	started   bool
 	sinks     []*sink
+	// The feeds of each input signal that are still running (see addFeed), and the aggregations
+	// whose windows were fired as they stood at shutdown.
+	connectorFeeds [numInputs]int
+	connectorDone  [numInputs]bool
+	processorFeeds [numInputs]int
+	drained        []bool
 	// The consumers of a connector's traces->traces and logs->logs instances: they aggregate their
 	// signal (so that the ->metrics instance, handed the same batches, does not) and route late data.
 	lateTraces consumer.Traces
@@ -82,12 +88,14 @@ func acquire(set component.TelemetrySettings, id component.ID, cfg *Config) (*sh
 }
 
 func newShared(set component.TelemetrySettings, id component.ID, cfg *Config) (*shared, error) {
-	s := &shared{id: id, cfg: cfg, logger: set.Logger}
+	s := &shared{id: id, cfg: cfg, logger: set.Logger, drained: make([]bool, len(cfg.Aggregations))}
 	ecfg := stream.Config{
 		Size: cfg.Window.Size, Slide: cfg.Window.Slide,
 		MaxOutOfOrderness: cfg.Watermark.MaxOutOfOrderness, IdleTimeout: cfg.Watermark.IdleTimeout,
 		MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness,
-		Clock: testClock,
+		PerSource: len(cfg.Watermark.PerSource) > 0, SourceIdleTimeout: cfg.Watermark.SourceIdleTimeout,
+		MaxSources: cfg.Watermark.MaxSources,
+		Clock:      testClock,
 	}
 	for i, ac := range cfg.Aggregations {
 		a, err := compileAggregation(i, ac)
@@ -157,9 +165,14 @@ func (s *shared) addSink(next consumer.Metrics, input int) *sink {
 func (s *shared) sinksFor(input int) []*sink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.sinksForLocked(input, nil)
+}
+
+// sinksForLocked is sinksFor without the one sink except (under mu).
+func (s *shared) sinksForLocked(input int, except *sink) []*sink {
 	var match, all []*sink
 	for _, k := range s.sinks {
-		if k.stopped {
+		if k.stopped || k == except {
 			continue
 		}
 		all = append(all, k)
@@ -171,6 +184,19 @@ func (s *shared) sinksFor(input int) []*sink {
 		return match
 	}
 	return all
+}
+
+// stoppedSinkFor returns a sink, stopped or not, that takes results of input (or the first sink):
+// the one a checkpoint keeps them for.
+func (s *shared) stoppedSinkFor(input int) *sink {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.sinks {
+		if k.input == input || k.input == inputAny {
+			return k
+		}
+	}
+	return s.sinks[0]
 }
 
 // hasSinks reports whether any metrics output was ever registered.
@@ -194,6 +220,7 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	}
 	s.started = true
 	s.mu.Unlock()
+	s.logMemoryEstimate()
 	if s.storage != nil {
 		if err := s.storage.start(ctx, host); err != nil {
 			return err
@@ -228,17 +255,73 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// shutdownSink is a metrics output's Shutdown: it delivers its final results before returning. With
-// storage, it sends what has fired (what it cannot deliver stays queued, and the last instance's
-// release checkpoints it with the open windows); without, every open window fires now.
-func (s *shared) shutdownSink(ctx context.Context, k *sink) error {
-	if s.storage != nil {
-		s.emitter.emit(ctx, false)
+// A feed is what brings records of one input signal. The collector feeds a connector's traces->X
+// instances from the same pipelines (and its logs->X instances likewise), so they count as one feed,
+// which ends with the first of them to shut down: the pipelines in front of it have shut down, and
+// they feed the others too. Each processor instance in a traces or logs pipeline is a feed of its own.
+func (s *shared) addFeed(input int, connector bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if connector {
+		s.connectorFeeds[input]++
 	} else {
-		s.emitter.fireAll(ctx)
+		s.processorFeeds[input]++
 	}
-	s.emitter.stopSink(ctx, k)
+}
+
+// endFeed records that a feed's instance is shutting down.
+func (s *shared) endFeed(input int, connector bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if connector {
+		s.connectorDone[input] = true
+	} else {
+		s.processorFeeds[input]--
+	}
+}
+
+// inputEnded reports whether no running instance can bring records of input any more (under mu).
+func (s *shared) inputEnded(input int) bool {
+	return (s.connectorFeeds[input] == 0 || s.connectorDone[input]) && s.processorFeeds[input] == 0
+}
+
+// shutdownInstance is every instance's Shutdown. Without storage, the aggregations that no record can
+// reach any more fire every open window as it stands, and so do those whose results no metrics output
+// but this one (stopping) could deliver; the watermark does not move, so records that still come to
+// another instance are judged as before, never expired because this one stopped. A metrics output
+// then delivers what has fired before it returns. With storage nothing fires early: open windows are
+// checkpointed by the last instance.
+func (s *shared) shutdownInstance(ctx context.Context, in *instance) error {
+	if in.feed >= 0 {
+		s.endFeed(in.feed, in.connector)
+	}
+	if s.storage == nil {
+		s.drainEnded(ctx, in.sink)
+	}
+	if in.sink != nil {
+		s.emitter.emit(ctx, false)
+		s.emitter.stopSink(ctx, in.sink)
+	}
 	return s.release(ctx)
+}
+
+// drainEnded fires, as they stand, the aggregations whose input has ended or whose results no running
+// metrics output other than leaving would take.
+func (s *shared) drainEnded(ctx context.Context, leaving *sink) {
+	s.mu.Lock()
+	mask, any := make([]bool, len(s.aggs)), false
+	for i, a := range s.aggs {
+		if s.drained[i] {
+			continue
+		}
+		if s.inputEnded(a.input) || (leaving != nil && len(s.sinksForLocked(a.input, leaving)) == 0) {
+			mask[i], s.drained[i], any = true, true, true
+		}
+	}
+	s.mu.Unlock()
+	if any {
+		s.emitter.drain(ctx, mask)
+	}
 }
 
 // release is every instance's Shutdown; the last one stops the ticker and forgets the state.
@@ -264,6 +347,10 @@ func (s *shared) release(ctx context.Context) error {
 	if s.storage != nil {
 		s.storage.save(ctx)
 		err = errors.Join(err, s.storage.shutdown(ctx))
+	} else {
+		// Every instance has stopped: what records came after their outputs had stopped fires now,
+		// and is counted as dropped if no output is left to take it.
+		s.emitter.fireAll(ctx)
 	}
 	s.tel.shutdown()
 	return err

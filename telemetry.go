@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // telemetry is the component's self-telemetry, made through the component's MeterProvider. The names
@@ -16,6 +18,9 @@ type telemetry struct {
 	valuesMissing   metric.Int64Counter           // records counted without a value, by reason
 	overflowRecords metric.Int64ObservableCounter // the engine's own counters, read at collection
 	truncatedKeys   metric.Int64Counter           // records whose group-by value was cut to maxKeyValueLen
+	clockSkew       metric.Int64Counter           // records stamped ahead of the collector's clock, by reason
+	sharedSource    metric.Int64Counter           // records of sources past watermark.max_sources
+	sources         metric.Int64ObservableGauge   // sources held with watermark.per_source
 	windowsFired    metric.Int64ObservableCounter
 	lateFirings     metric.Int64ObservableCounter
 	emitFailures    metric.Int64Counter // failed sends by kind: retryable, permanent
@@ -36,6 +41,17 @@ var (
 	attrOutcomeLate        = outcomeOption("late")
 	attrOutcomeUnmatched   = outcomeOption("unmatched")
 )
+
+// attrReasonAheadOfClock is the clock-skew counter's one reason.
+var attrReasonAheadOfClock = []metric.AddOption{reasonAttr("ahead_of_clock")}
+
+// heldByOptions are the watermark lag's attribute sets, by what holds W back.
+var heldByOptions = func() (o []metric.ObserveOption) {
+	for h := stream.HeldBy(0); h.String() != "unknown"; h++ {
+		o = append(o, metric.WithAttributeSet(attribute.NewSet(attribute.String("held_by", h.String()))))
+	}
+	return o
+}()
 
 func outcomeOption(outcome string) []metric.AddOption {
 	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome)))}
@@ -99,6 +115,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	}
 	t.overflowRecords = observed("otelcol_window_aggregator_overflow_records", "{record}", "Record aggregations that went to an overflow series because max_series was reached.")
 	t.truncatedKeys = counter("otelcol_window_aggregator_truncated_keys", "{record}", "Record aggregations whose group-by value was longer than 4096 bytes and was cut to that length.")
+	t.clockSkew = counter("otelcol_window_aggregator_clock_skew_records", "{record}", "Records stamped ahead of the collector's clock (within max_future_skew), by reason (ahead_of_clock): aggregated, but the watermark does not follow them past the clock.")
+	t.sharedSource = counter("otelcol_window_aggregator_shared_source_records", "{record}", "Records of sources past watermark.max_sources, which share one source's watermark.")
 	t.windowsFired = observed("otelcol_window_aggregator_windows_fired", "{window}", "Window results emitted (first firings), one per series and window.")
 	t.lateFirings = observed("otelcol_window_aggregator_late_firings", "{window}", "Late firings: windows emitted again after records arrived within allowed_lateness.")
 	t.emitFailures = counter("otelcol_window_aggregator_emit_failures", "{request}", "Sends of results to the metrics consumer that failed, by kind (retryable, permanent).")
@@ -108,7 +126,9 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	err = errors.Join(err, e)
 	t.overflowActive, e = m.Int64ObservableGauge("otelcol_window_aggregator_overflow_series", metric.WithUnit("{series}"), metric.WithDescription("1 while an aggregation's overflow series holds data."))
 	err = errors.Join(err, e)
-	t.watermarkLag, e = m.Float64ObservableGauge("otelcol_window_aggregator_watermark_lag", metric.WithUnit("s"), metric.WithDescription("Wall clock minus watermark."))
+	t.watermarkLag, e = m.Float64ObservableGauge("otelcol_window_aggregator_watermark_lag", metric.WithUnit("s"), metric.WithDescription("Wall clock minus watermark, by what holds the watermark back (held_by: records, source, clock, idle)."))
+	err = errors.Join(err, e)
+	t.sources, e = m.Int64ObservableGauge("otelcol_window_aggregator_watermark_sources", metric.WithUnit("{source}"), metric.WithDescription("Sources whose watermarks are held, with watermark.per_source."))
 	err = errors.Join(err, e)
 	t.pendingBatches, e = m.Int64ObservableGauge("otelcol_window_aggregator_pending_batches", metric.WithUnit("{batch}"), metric.WithDescription("Result batches kept for retry after the metrics consumer failed."))
 	err = errors.Join(err, e)
@@ -133,11 +153,14 @@ func (t *telemetry) observe(mp metric.MeterProvider, s *shared) error {
 			o.ObserveInt64(t.overflowActive, ov, set)
 		}
 		if st.Watermark != minWatermark {
-			o.ObserveFloat64(t.watermarkLag, float64(s.engine.Now()-st.Watermark)/1e9)
+			o.ObserveFloat64(t.watermarkLag, float64(s.engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
+		}
+		if len(s.cfg.Watermark.PerSource) > 0 {
+			o.ObserveInt64(t.sources, int64(st.Sources))
 		}
 		o.ObserveInt64(t.pendingBatches, int64(s.emitter.pendingBatches()))
 		return nil
-	}, t.activeSeries, t.overflowActive, t.watermarkLag, t.pendingBatches, t.windowsFired, t.lateFirings, t.overflowRecords)
+	}, t.activeSeries, t.overflowActive, t.watermarkLag, t.pendingBatches, t.windowsFired, t.lateFirings, t.overflowRecords, t.sources)
 	t.registration = reg
 	return err
 }

@@ -1,0 +1,45 @@
+package windowaggregator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// At start the component logs the README's memory formula for its configuration.
+func TestStartLogsTheMemoryEstimate(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Window.Size = time.Minute
+	cfg.AllowedLateness = 30 * time.Second
+	cfg.Watermark.MaxOutOfOrderness = 5 * time.Second
+	cfg.Aggregations = []AggregationConfig{
+		{Name: "lat", Signal: "spans", GroupBy: []string{"service.name", "span.name"}, Outputs: []string{"count", "p99"}},
+		{Name: "n", Signal: "spans"},
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	set := connectortest.NewNopSettings(Type)
+	set.Logger = zap.New(core)
+	c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, new(consumertest.MetricsSink))
+	must(t, err)
+	must(t, c.Start(context.Background(), componenttest.NewNopHost()))
+	defer func() { must(t, c.Shutdown(context.Background())) }()
+	entries := logs.FilterMessageSnippet("memory estimate").All()
+	if len(entries) != 1 {
+		t.Fatalf("%d memory estimate log lines, want 1", len(entries))
+	}
+	// P = (60 + 30 + 5 + 300) s / 60 s + 1 = 7 panes.
+	// lat: 10001 × (550 + 2 × 64 + 7 × (150 + 1024)) = 10001 × 8896; n: 10001 × (550 + 7 × 150) = 10001 × 1600.
+	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8896, "bytes.n": 10001 * 1600, "bytes": 10001 * (8896 + 1600)}
+	fields := entries[0].ContextMap()
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("%s = %v, want %d", k, fields[k], v)
+		}
+	}
+}
