@@ -39,7 +39,8 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 	}
 	if cfg.Window.Size != time.Minute || cfg.Window.Slide != 0 || cfg.Watermark.MaxOutOfOrderness != 0 ||
 		cfg.Watermark.IdleTimeout != 0 || cfg.Watermark.MaxFutureSkew != 5*time.Minute || cfg.AllowedLateness != 0 ||
-		cfg.LateData.Action != "route" || cfg.MaxSeries != 10000 || cfg.Storage != nil {
+		cfg.LateData.Action != "route" || cfg.MaxSeries != 10000 || cfg.Storage != nil ||
+		len(cfg.Watermark.PerSource) != 0 || cfg.Watermark.SourceIdleTimeout != time.Minute || cfg.Watermark.MaxSources != 1000 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
 	a, err := compileAggregation(0, cfg.Aggregations[0])
@@ -107,6 +108,11 @@ var invalidConfigs = map[string][]string{
 	"bad_emit_interval":                    {"emit.interval", "> 0"},
 	"bad_histogram_max_size":               {"aggregations[0] (a).histogram_max_size", "between 2 and 4096"},
 	"histogram_max_size_without_histogram": {"aggregations[0] (a).histogram_max_size", "histogram output only"},
+	"too_many_panes":                       {"window.slide", "at most 10000", "1m0s / 1ms = 60000"},
+	"empty_per_source_key":                 {"watermark.per_source", "empty key"},
+	"duplicate_per_source_key":             {"watermark.per_source", `"host.name" listed twice`},
+	"zero_source_idle_timeout":             {"watermark.source_idle_timeout", "> 0"},
+	"too_many_sources":                     {"watermark.max_sources", "between 1 and 65535, got 65536"},
 }
 
 func TestInvalidConfigsNameKeyAndReason(t *testing.T) {
@@ -130,7 +136,7 @@ func TestEveryTestdataConfigIsCovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(cm.ToStringMap()); n != 29 { // 2 valid + 27 invalid, each tested above
+	if n := len(cm.ToStringMap()); n != 34 { // 2 valid + 32 invalid, each tested above
 		t.Fatalf("testdata/config.yaml holds %d configs; add the new ones to the tests", n)
 	}
 	for id := range cm.ToStringMap() {

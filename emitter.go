@@ -27,7 +27,7 @@ const (
 type sink struct {
 	next    consumer.Metrics
 	input   int
-	stopped bool // its instance has shut down: send nothing more
+	stopped bool // its instance has shut down: send nothing more; written under emitter.mu and shared.mu
 }
 
 // pendingBatch is a result batch kept for retry after its sink failed.
@@ -45,6 +45,8 @@ type emitter struct {
 	builders [2]*metricsBuilder // per input signal of the aggregation
 	queue    []pendingBatch
 	queued   atomic.Int64 // len(queue), for the telemetry callback, which must not wait for mu
+	// warnedNoOutput: results were dropped because every metrics output had stopped, and logged once
+	warnedNoOutput bool
 }
 
 func (em *emitter) pendingBatches() int { return int(em.queued.Load()) }
@@ -102,15 +104,18 @@ func (em *emitter) sendLocked(ctx context.Context) {
 		if len(targets) == 0 && s.storage != nil && s.hasSinks() {
 			// Every metrics output has stopped, and records still came: kept in the checkpoint and
 			// sent after the next start.
-			em.enqueue(ctx, s.stoppedSinkFor(input), md, n)
+			em.enqueue(ctx, s.checkpointSinkFor(input), md, n)
 			continue
 		}
 		if len(targets) == 0 {
 			reason := "no_metrics_pipeline"
 			if s.hasSinks() {
 				reason = "shutdown" // every metrics output has shut down
-				s.logger.Warn("Dropping window results: every metrics output of the component has shut down, and records still came to another instance of it (the processor form's metrics pipeline can stop before its traces and logs pipelines; the connector form, or storage, keeps such results)",
-					zap.Int("data_points", n))
+				if !em.warnedNoOutput {
+					em.warnedNoOutput = true
+					s.logger.Warn("Dropping window results: every metrics output of the component has shut down, and records still came to another instance of it (the processor form's metrics pipeline can stop before its traces and logs pipelines; the connector form, or storage, keeps such results)",
+						zap.Int("data_points", n))
+				}
 			}
 			s.tel.pointsDropped.Add(ctx, int64(n), reasonAttr(reason))
 			continue
@@ -186,6 +191,8 @@ func (em *emitter) stopSink(ctx context.Context, to *sink) {
 			em.s.logger.Error("Dropping window results at shutdown: the metrics consumer failed", zap.Int("data_points", p.points), zap.Error(err))
 		}
 	}
+	em.s.mu.Lock() // stopped is read under either lock
 	to.stopped = true
+	em.s.mu.Unlock()
 	em.queued.Store(int64(len(em.queue)))
 }

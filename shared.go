@@ -186,9 +186,9 @@ func (s *shared) sinksForLocked(input int, except *sink) []*sink {
 	return all
 }
 
-// stoppedSinkFor returns a sink, stopped or not, that takes results of input (or the first sink):
-// the one a checkpoint keeps them for.
-func (s *shared) stoppedSinkFor(input int) *sink {
+// checkpointSinkFor returns the sink, stopped or not, that a checkpoint keeps results of input for:
+// one that takes them, else the first.
+func (s *shared) checkpointSinkFor(input int) *sink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, k := range s.sinks {

@@ -8,8 +8,9 @@
 // keeps, per series, one pane per slide ([p, p+slide)); a record updates exactly one pane, and a window's
 // result is the merge of the size/slide panes it covers when it fires.
 //
-// The watermark W starts below every timestamp and only moves forward; only accepted records move it,
-// and the idle rule. It never runs ahead of the wall clock: W <= now - max_out_of_orderness at all
+// The watermark W starts below every timestamp and only moves forward. Accepted records move it, up to
+// the wall clock, and so does the wall clock up to them; the idle rule too. It never runs ahead of the
+// wall clock: W <= now - max_out_of_orderness at all
 // times. A record stamped ahead of the clock (within max_future_skew) is accepted and aggregated into
 // its windows, but cannot push W past the clock: W follows the clock up to it.
 //

@@ -28,6 +28,9 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
 	}
+	// The watermark's state first, then W: a concurrent Begin or End may raise W in between (neither
+	// needs a shard's lock), and W read second is at least the state's.
+	wst := e.wm.state()
 	w := e.wm.current(e.clock.Now())
 	for _, sh := range shards {
 		sh.flush(w)
@@ -35,7 +38,6 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 	enc := &encoder{b: append(dst, snapshotMagic...)}
 	enc.uvarint(snapshotVersion)
 	e.encodeConfig(enc)
-	wst := e.wm.state()
 	enc.varint(wst.event)
 	enc.varint(wst.floor)
 	enc.varint(wst.high)
@@ -140,19 +142,26 @@ func (e *Engine) Restore(b []byte) error {
 		return errCorrupt
 	}
 	d := &decoder{b: b[len(snapshotMagic):]}
-	if v := d.uvarint(); d.err == nil && v != snapshotVersion {
-		return fmt.Errorf("snapshot format version %d, this build reads version %d", v, snapshotVersion)
+	version := d.uvarint()
+	if d.err == nil && version != snapshotVersion && version != 1 {
+		return fmt.Errorf("snapshot format version %d, this build reads versions 1 and %d", version, snapshotVersion)
 	}
 	if err := e.checkConfig(d); err != nil {
 		return err
 	}
 	wst := watermarkState{event: d.varint(), floor: d.varint(), high: d.varint()}
 	w := d.varint()
+	if version < 2 {
+		wst.high = w // version 1 kept the wall time of the last accept here, which a restore replaces
+	}
 	inRange := func(v int64) bool { return v >= minTime && v <= maxTime }
 	if d.err == nil && !(inRange(w) && inRange(wst.event) && inRange(wst.floor) && inRange(wst.high) && wst.high <= w) {
 		d.fail()
 	}
-	nSources := d.count(2)
+	nSources := 0 // version 1 had no sources
+	if version >= 2 {
+		nSources = d.count(2)
+	}
 	for range nSources {
 		src := sourceState{key: string(d.raw()), maxEvent: d.varint()}
 		if d.err == nil && !inRange(src.maxEvent) {

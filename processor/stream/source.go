@@ -182,8 +182,8 @@ func (t *sourceTable) lastHeld(now, idle int64) (least, at int64, ok bool) {
 	return least, last - 1, last > minTime
 }
 
-// heardAt makes sure that recheck comes no later than the silence of a source heard from at now.
-func (t *sourceTable) heardAt(now, idle int64) { t.recheck = min(t.recheck, now+idle) }
+// recheckBy makes sure that recheck comes no later than the silence of a source heard from at now.
+func (t *sourceTable) recheckBy(now, idle int64) { t.recheck = min(t.recheck, now+idle) }
 
 // count returns the number of sources held, the shared one included once it has been used.
 func (t *sourceTable) count() int {

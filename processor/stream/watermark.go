@@ -6,8 +6,8 @@ import (
 )
 
 // watermark is W (see doc.go). Without per-source tracking W follows the greatest accepted event time;
-// with it, the least over the sources heard from within sourceIdle of the greatest accepted event time
-// of each. Either way the event time is first clamped to the wall clock (a record stamped ahead of the
+// with it, the least of the sources' greatest accepted event times, over the sources heard from
+// within sourceIdle. Either way the event time is first clamped to the wall clock (a record stamped ahead of the
 // collector's clock cannot push W past it), max_out_of_orderness is taken off, the idle rule may raise
 // the result, and W never moves back.
 type watermark struct {
@@ -88,8 +88,10 @@ func (w *watermark) candidate(now int64) int64 {
 func (w *watermark) heldBy(now int64) HeldBy {
 	e, f := w.event.Load(), w.floor.Load()
 	switch {
-	case e <= minTime && f <= minTime:
+	case e <= minTime && f <= minTime && w.high.Load() <= minTime:
 		return HeldByNothing
+	case e <= minTime && f <= minTime:
+		return HeldBySource // every source has fallen silent: W stays where the last one left it
 	case e <= minTime || f > min(e, now)-w.outOfOrder:
 		return HeldByIdle
 	case e > now:
@@ -171,7 +173,7 @@ func (w *watermark) lookup(key []byte, now int64) (idx int32, gen uint32, shared
 	idx, gen, shared, fresh := w.sources.lookup(key, now)
 	if fresh {
 		w.mu.Lock()
-		w.sources.heardAt(now, w.sourceIdle)
+		w.sources.recheckBy(now, w.sourceIdle)
 		w.recheck.Store(min(w.recheck.Load(), now+w.sourceIdle))
 		w.mu.Unlock()
 	}

@@ -534,3 +534,76 @@ func TestReadingWatermarkDoesNotChangeIt(t *testing.T) {
 		t.Fatalf("W at 1045 s: %v s unread, %v s read; want 1010 s both", float64(ws[0])/float64(sec), float64(ws[1])/float64(sec))
 	}
 }
+
+// A snapshot taken while other goroutines ingest restores: a concurrent Begin or End may raise W
+// while the snapshot is taken, and the snapshot must still be one state.
+func TestSnapshotDuringIngestRestores(t *testing.T) {
+	h := newHarness(t, Config{Size: 10 * time.Second, MaxFutureSkew: time.Hour, Aggregations: []Aggregation{{}}})
+	var stop sync.WaitGroup
+	done := make(chan struct{})
+	stop.Add(1)
+	go func() {
+		defer stop.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			h.clk.Advance(time.Millisecond) // the clock moves between batches: W with it
+			b := h.e.Begin(h.clk.Now())
+			addOne(b, 0, []byte("k"), h.clk.Now()+int64(time.Minute), 1) // ahead: W follows the clock
+			b.End()
+		}
+	}()
+	for i := range 300 {
+		snap := h.e.Snapshot(nil)
+		fresh := newHarness(t, Config{Size: 10 * time.Second, MaxFutureSkew: time.Hour, Aggregations: []Aggregation{{}}})
+		if err := fresh.e.Restore(snap); err != nil {
+			close(done)
+			stop.Wait()
+			t.Fatalf("snapshot %d taken during ingest: %v", i, err)
+		}
+	}
+	close(done)
+	stop.Wait()
+}
+
+// A snapshot of format version 1 (no sources; the wall time of the last accept in place of the
+// highest W) restores, and the idle rule then counts from the restore.
+func TestVersionOneSnapshotRestores(t *testing.T) {
+	cfg := Config{Size: 10 * time.Second, IdleTimeout: 5 * time.Second, Aggregations: []Aggregation{{}}}
+	h := newHarness(t, cfg)
+	h.sbatch(srec{"", 0, "k", 995, 1}) // W = 995
+	v2 := h.e.Snapshot(nil)
+	// Rewrite it as version 1: version, then after the configuration the four watermark varints with
+	// a wall time in the third, and no source count.
+	cfgEnc := &encoder{}
+	h.e.encodeConfig(cfgEnc)
+	head := len(snapshotMagic) + 1 + len(cfgEnc.b)
+	d := &decoder{b: v2[head:]}
+	event, floor, _, w := d.varint(), d.varint(), d.varint(), d.varint()
+	if n := d.uvarint(); d.err != nil || n != 0 {
+		t.Fatalf("layout: %v, %d sources", d.err, n)
+	}
+	v1 := &encoder{b: append([]byte(snapshotMagic), 1)}
+	v1.b = append(v1.b, cfgEnc.b...)
+	v1.varint(event)
+	v1.varint(floor)
+	v1.varint(900 * sec) // version 1's last accept, long before the restore
+	v1.varint(w)
+	v1.b = append(v1.b, d.b...)
+
+	h2 := newHarness(t, cfg)
+	h2.at(1010)
+	if err := h2.e.Restore(v1.b); err != nil {
+		t.Fatalf("version 1: %v", err)
+	}
+	h2.wantW(995, "restored")
+	h2.at(1014)
+	h2.e.Collect(h2.clk.Now(), func(*Result) {})
+	h2.wantW(995, "4 s after the restore, within idle_timeout") // the downtime since 900 is not silence
+	h2.at(1016)
+	h2.e.Collect(h2.clk.Now(), func(*Result) {})
+	h2.wantW(1001, "6 s after the restore: 995 + 6")
+}
