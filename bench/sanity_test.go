@@ -54,6 +54,7 @@ func TestSameResults(t *testing.T) {
 	if fired == 0 {
 		t.Fatal("window_aggregator fired no window")
 	}
+	wa.checkFired(t, int64(minutes*slotsPerMinute), 0) // every window closed, no span ahead of the clock
 
 	// window_aggregator: count per (window start, series).
 	waCounts := map[int64]map[string]int64{}

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,11 +80,19 @@ var (
 	// that the once-per-lap timestamp shift does not distort the result.
 	ringLen = envInt("BENCH_RING", min(slotsPerMinute, 60))
 
-	// baseTime is slot 0: a minute boundary an hour before the process started, so that the
-	// event time stays within watermark.max_future_skew (set to maxFutureSkew) for any realistic
-	// number of batches.
-	baseTime = time.Now().Add(-time.Hour).Truncate(time.Minute).UnixNano()
+	// baseTime is slot 0: a minute boundary eventTimeBehind before the process started. The event
+	// time must stay behind the wall clock: window_aggregator's watermark never runs ahead of the
+	// clock (W = min(greatest accepted event time, now) - max_out_of_orderness), so spans stamped
+	// after time.Now() would stop windows from firing and the benchmark would measure something
+	// else. checkAllAggregated and checkFired fail a benchmark in which a span was ahead of the clock.
+	baseTime = time.Now().Add(-eventTimeBehind).Truncate(time.Minute).UnixNano()
 )
+
+// eventTimeBehind is how far behind the wall clock the event time starts. A benchmark covers b.N
+// slots of event time (1 s each at the default 1000 spans/s; runPairedProcs twice as many): 365 days
+// is 31.5 million batches at that rate, far more than any benchmark here feeds (window_aggregator
+// takes 50 to 200 µs a batch, so -benchtime 10s is some 200000 batches, 2.3 days of event time).
+const eventTimeBehind = 365 * 24 * time.Hour
 
 // maxFutureSkew is the largest skew the engine accepts (its limit is MaxInt64/256 ns, about 417
 // days; 1000000h is refused when the connector is created).
@@ -142,19 +151,21 @@ func (r *ring) reset() {
 
 // traceRing is a ring of span batches: 1000 spans each, 10 services (one ResourceSpans each) x 20
 // span names, http.request.method among 4 values, kind SERVER, latency-like durations, end
-// timestamps spread over the batch's second.
+// timestamps spread over the batch's second. Each service has instances instances
+// (service.instance.id), which take turns batch by batch: batch i comes from instance i%instances of
+// every service.
 type traceRing struct {
 	ring
 	batches []ptrace.Traces
 }
 
-func newTraceRing(n int, seed uint64) *traceRing {
+func newTraceRing(n int, seed uint64, instances int) *traceRing {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	tr := &traceRing{batches: make([]ptrace.Traces, n)}
 	tr.n = n
 	tr.slot = make([]int64, n)
 	for i := range tr.batches {
-		tr.batches[i] = buildSpanBatch(rng, baseTime+int64(i)*slotNanos)
+		tr.batches[i] = buildSpanBatch(rng, baseTime+int64(i)*slotNanos, instances, i%instances)
 		tr.slot[i] = int64(i)
 	}
 	tr.shift = func(i int, d pcommon.Timestamp) { shiftTraces(tr.batches[i], d) }
@@ -162,14 +173,16 @@ func newTraceRing(n int, seed uint64) *traceRing {
 	return tr
 }
 
-func buildSpanBatch(rng *rand.Rand, slotStart int64) ptrace.Traces {
+// buildSpanBatch builds a batch of slot slotStart from instance inst (of instances) of every
+// service; with one instance, service s's service.instance.id is service-ss-s.
+func buildSpanBatch(rng *rand.Rand, slotStart int64, instances, inst int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	perService := recordsPerBatch / numServices
 	for s := 0; s < numServices; s++ {
 		rs := td.ResourceSpans().AppendEmpty()
 		ra := rs.Resource().Attributes()
 		ra.PutStr("service.name", serviceNames[s])
-		ra.PutStr("service.instance.id", fmt.Sprintf("%s-%d", serviceNames[s], s))
+		ra.PutStr("service.instance.id", fmt.Sprintf("%s-%d", serviceNames[s], s*instances+inst))
 		ra.PutStr("telemetry.sdk.language", "go")
 		ss := rs.ScopeSpans().AppendEmpty()
 		ss.Scope().SetName("go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp")
@@ -327,18 +340,22 @@ func shiftLogs(ld plog.Logs, d pcommon.Timestamp) {
 // Rings are built once per process and re-stamped (reset) at the start of every benchmark run.
 var (
 	ringsMu    sync.Mutex
-	traceRings = map[int]*traceRing{}
+	traceRings = map[[2]int]*traceRing{}
 	logRings   = map[int]*logRing{}
 )
 
-// traceRingFor returns the k-th trace ring (k: the goroutine of a parallel benchmark).
-func traceRingFor(k int) *traceRing {
+// traceRingFor returns the k-th trace ring (k: the goroutine of a parallel benchmark), one instance
+// per service.
+func traceRingFor(k int) *traceRing { return traceRingOf(k, 1) }
+
+// traceRingOf returns the k-th trace ring whose services have instances instances each.
+func traceRingOf(k, instances int) *traceRing {
 	ringsMu.Lock()
 	defer ringsMu.Unlock()
-	r, ok := traceRings[k]
+	r, ok := traceRings[[2]int{k, instances}]
 	if !ok {
-		r = newTraceRing(ringLen, uint64(k)+1)
-		traceRings[k] = r
+		r = newTraceRing(ringLen, uint64(k)+1, instances)
+		traceRings[[2]int{k, instances}] = r
 	}
 	r.reset()
 	return r
@@ -372,6 +389,7 @@ type waOptions struct {
 	outOfOrder time.Duration
 	maxSeries  int
 	logs       bool
+	perSource  []string // watermark.per_source
 }
 
 // waConfig is the window_aggregator configuration of the benchmarks: 1m windows, no ticker (the
@@ -382,6 +400,7 @@ func waConfig(o waOptions) *windowaggregator.Config {
 	cfg.Window.Slide = o.slide
 	cfg.Watermark.MaxFutureSkew = maxFutureSkew
 	cfg.Watermark.MaxOutOfOrderness = o.outOfOrder
+	cfg.Watermark.PerSource = o.perSource
 	cfg.Emit.Interval = time.Hour
 	if o.maxSeries > 0 {
 		cfg.MaxSeries = o.maxSeries
@@ -436,7 +455,19 @@ type harness struct {
 	// clock drives span_metrics' flush ticker: tick advances it by one flush interval, and the
 	// connector's goroutine then builds and sends the metrics under the lock ConsumeTraces takes.
 	clock *clockwork.FakeClock
+	// window_aggregator's window slide (its size when tumbling), max_out_of_orderness and number of
+	// series (every one has records in every window), for checkFired; lagSlots is how many slots the
+	// watermark trails the greatest event time by (with watermark.per_source and services whose
+	// instances take turns, instances-1).
+	slide, outOfOrder, series, lagSlots int64
+	instances                           int64 // with watermark.per_source: instances per service
 }
+
+// Series of the workload: spans by service, span name and method; logs by service and severity.
+var (
+	spanSeries = int64(numServices * numSpanNames * len(methods))
+	logSeries  = int64(numServices * len(slices.Compact(slices.Sorted(slices.Values(severities)))))
+)
 
 var instanceSeq atomic.Int64
 
@@ -456,9 +487,13 @@ func newWindowAggregator(tb testing.TB, cfg *windowaggregator.Config, next consu
 	f := windowaggregator.NewConnectorFactory()
 	set, reader := settings(f)
 	ctx := context.Background()
-	h := &harness{reader: reader}
+	h := &harness{reader: reader, slide: int64(cfg.Window.Slide), outOfOrder: int64(cfg.Watermark.MaxOutOfOrderness), series: spanSeries}
+	if h.slide == 0 {
+		h.slide = int64(cfg.Window.Size)
+	}
 	var err error
 	if cfg.Aggregations[0].Signal == "logs" {
+		h.series = logSeries
 		var c connector.Logs
 		c, err = f.CreateLogsToMetrics(ctx, set, cfg, next)
 		h.logs, h.comp = c, c
@@ -542,6 +577,53 @@ func (h *harness) waCounters(tb testing.TB) (outcomes map[string]int64, fired, a
 	return outcomes, fired, active
 }
 
+// waCounter returns the sum of window_aggregator's self-telemetry counter name (0 if it has none).
+func (h *harness) waCounter(tb testing.TB, name string) (n int64) {
+	var rm metricdata.ResourceMetrics
+	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+		tb.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+				for _, dp := range d.DataPoints {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+// wantFired returns the windows_fired that window_aggregator must have counted once it took the
+// batches of slots 0 to lastSlot: one firing per series for every window that ends by the
+// watermark, which is the last slot's last span end (never a window end) less max_out_of_orderness,
+// lagSlots slots earlier with per-source watermarks.
+func (h *harness) wantFired(lastSlot int64) int64 {
+	w := (lastSlot-h.lagSlots+1)*slotNanos - slotNanos/recordsPerBatch - h.outOfOrder // since baseTime
+	if w <= 0 {
+		return 0
+	}
+	return w / h.slide * h.series
+}
+
+// checkFired fails the benchmark unless window_aggregator fired the windows that slots 0 to
+// lastSlot close (up to tolerance windows fewer: with concurrent batches the last batch's emission
+// may give way to another one) and took no record stamped ahead of the wall clock.
+func (h *harness) checkFired(tb testing.TB, lastSlot int64, tolerance int64) {
+	if h.reader == nil || h.clock != nil {
+		return
+	}
+	if n := h.waCounter(tb, "otelcol_window_aggregator_clock_skew_records"); n != 0 {
+		tb.Errorf("window_aggregator: %d records stamped ahead of the wall clock: the benchmark's event time must stay behind time.Now()", n)
+	}
+	_, fired, _ := h.waCounters(tb)
+	want := h.wantFired(lastSlot)
+	if fired > want || fired < want-tolerance*h.series || (want > 0 && fired == 0) {
+		tb.Errorf("window_aggregator: %d windows fired over slots 0 to %d, want %d", fired, lastSlot, want)
+	}
+}
+
 // lateRecords returns the records window_aggregator did not aggregate on time (late, future,
 // invalid, unmatched) out of records fed, failing the benchmark if the counts do not add up.
 func (h *harness) lateRecords(b *testing.B, records int64) int64 {
@@ -553,18 +635,21 @@ func (h *harness) lateRecords(b *testing.B, records int64) int64 {
 }
 
 // checkAllAggregated fails the benchmark when a record was not aggregated on time (which would
-// make it cheaper and the result meaningless) or, after more than a minute of batches, when no
-// window fired.
+// make it cheaper and the result meaningless), when a record was stamped ahead of the wall clock,
+// or when the windows that the batches close (slots 0 to records/1000-1) did not all fire.
 func (h *harness) checkAllAggregated(b *testing.B, records int64) {
 	if h.reader == nil || h.clock != nil {
 		return
 	}
-	outcomes, fired, _ := h.waCounters(b)
+	outcomes, _, _ := h.waCounters(b)
 	if outcomes["aggregated"] != records || len(outcomes) != 1 {
 		b.Errorf("window_aggregator: %d records fed, outcomes %v", records, outcomes)
 	}
-	if records > int64(slotsPerMinute+1)*recordsPerBatch && fired == 0 {
-		b.Errorf("window_aggregator: %d records over %d s of event time and no window fired", records, records/recordsPerBatch)
+	h.checkFired(b, records/recordsPerBatch-1, 0)
+	if h.instances > 0 { // every batch brings one instance of every service
+		if n, want := h.waSources(b), numServices*min(records/recordsPerBatch, h.instances); n != want {
+			b.Errorf("window_aggregator: %d sources held, want %d", n, want)
+		}
 	}
 }
 
@@ -890,6 +975,7 @@ func BenchmarkParallel(b *testing.B) {
 					mallocs := runParallel(b, procs, h, rings)
 					report(b, "span", mallocs)
 					reportLate(b, h, int64(b.N)*recordsPerBatch)
+					h.checkFired(b, int64(b.N)-1, 1)
 					h.shutdown(b)
 				})
 			}
@@ -908,11 +994,14 @@ func BenchmarkParallel(b *testing.B) {
 //     (target >= 4);
 //   - pair=sliding_vs_tumbling (window_aggregator, 1m/15s vs 1m): x_tumbling = sliding ns/span ÷
 //     tumbling ns/span (target <= 1.25);
+//   - pair=per_source_vs_global (window_aggregator, watermark.per_source [service.instance.id] vs no
+//     per_source, on batches whose 10 services have 2 instances each taking turns batch by batch: 20
+//     sources; turns of 60 batches): x_global = per_source ns/span ÷ global ns/span (target <= 1.05);
 //   - pair=procs2_vs_procs1 (window_aggregator, [count, avg, p50, p95, p99, max]): two goroutines,
 //     each with its own ring, at GOMAXPROCS 1 then 2; x_procs1 = throughput at 2 ÷ at 1 (target
 //     >= 1.6). Its goroutines re-stamp every batch inside the timed part, as BenchmarkParallel's do.
 //
-// The first two pairs run at GOMAXPROCS 1 (the targets are per core). When span_metrics is one side,
+// The first three pairs run at GOMAXPROCS 1 (the targets are per core). When span_metrics is one side,
 // the garbage collection its allocations cause partly runs during window_aggregator's turns, which
 // makes the ratio conservative for window_aggregator.
 func BenchmarkPaired(b *testing.B) {
@@ -923,7 +1012,7 @@ func BenchmarkPaired(b *testing.B) {
 					{name: "span_metrics", h: newSpanMetrics(b, smConfig(), nil)},
 					{name: "window_aggregator", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
 				}
-				runPaired(b, sides)
+				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
 				b.ReportMetric(sides[0].nsPerSpan(b)/sides[1].nsPerSpan(b), "x_span_metrics")
 			})
 			b.Run("pair=sliding_vs_tumbling", func(b *testing.B) {
@@ -931,14 +1020,59 @@ func BenchmarkPaired(b *testing.B) {
 					{name: "tumbling", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
 					{name: "sliding", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs, slide: 15 * time.Second}), nil)},
 				}
-				runPaired(b, sides)
+				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
 				b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_tumbling")
 			})
+			b.Run("pair=per_source_vs_global", func(b *testing.B) { runPairedPerSource(b, outputs) })
 			if outputsName(outputs) == outputsName(outputsPercentile) {
 				b.Run("pair=procs2_vs_procs1", runPairedProcs)
 			}
 		})
 	}
+}
+
+// sourceInstances is the number of instances (service.instance.id) of every service in the
+// per-source pair: 10 services, 20 sources.
+const sourceInstances = 2
+
+// runPairedPerSource is pair=per_source_vs_global: window_aggregator with watermark.per_source
+// [service.instance.id] against the same configuration without it, both fed the ring whose services
+// have sourceInstances instances taking turns batch by batch (the global side ignores the
+// attribute). With per-source watermarks W is the least over the 20 sources, so it trails the
+// greatest event time by one batch and windows fire one batch later.
+func runPairedPerSource(b *testing.B, outputs []string) {
+	if ringLen%sourceInstances != 0 {
+		b.Skipf("BENCH_RING=%d: the per-source pair needs a multiple of %d", ringLen, sourceInstances)
+	}
+	perSource := newWindowAggregator(b, waConfig(waOptions{outputs: outputs, perSource: []string{"service.instance.id"}}), nil)
+	perSource.lagSlots, perSource.instances = sourceInstances-1, sourceInstances
+	sides := []side{
+		{name: "global", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
+		{name: "per_source", h: perSource},
+	}
+	// Turns of one lap of the ring (60 batches; a minute of event time at the default rate, 1.2 s at
+	// 50000 spans/s): neither side allocates much, and at 50000 spans/s turns of a minute (3000
+	// batches) left the ratio at the mercy of the other processes' load (±15 to 25% over 8 runs).
+	runPaired(b, traceRingOf(0, sourceInstances), sides, ringLen)
+	b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_global")
+}
+
+// waSources returns window_aggregator's otelcol_window_aggregator_watermark_sources gauge.
+func (h *harness) waSources(tb testing.TB) (n int64) {
+	var rm metricdata.ResourceMetrics
+	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+		tb.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == "otelcol_window_aggregator_watermark_sources" {
+				for _, dp := range d.DataPoints {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
 }
 
 // side is one side of a paired benchmark.
@@ -959,16 +1093,17 @@ func (s *side) nsPerSpan(b *testing.B) float64 {
 // default rate, 3000 at 50000 spans/s), so that a garbage collection that one side's allocations
 // started and the other side's turn finishes is a small part of a turn; with turns of 60 batches at
 // 50000 spans/s, span_metrics' collections added about 70 ns/span to window_aggregator's turns.
-func runPaired(b *testing.B, sides []side) {
+// turnLen is the batches of a turn: slotsPerMinute, or fewer for a pair whose sides both allocate
+// little (shorter turns share out the load of other processes more evenly).
+func runPaired(b *testing.B, r *traceRing, sides []side, turnLen int) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	r := traceRingFor(0)
 	ctx := context.Background()
 	meter := startCPUMeter()
 	var ms runtime.MemStats
 	b.ReportAllocs()
 	b.ResetTimer()
-	for done, turn := 0, 0; done < b.N; done, turn = done+slotsPerMinute, turn+1 {
-		n := min(slotsPerMinute, b.N-done) // one minute of event time per side and turn
+	for done, turn := 0, 0; done < b.N; done, turn = done+turnLen, turn+1 {
+		n := min(turnLen, b.N-done) // batches per side and turn
 		for o := range sides {
 			sd := &sides[(o+turn)%len(sides)]
 			for lap := 0; lap < n; lap += r.n {
@@ -1071,6 +1206,7 @@ func runPairedProcs(b *testing.B) {
 		b.ReportMetric(nsPer[0]/nsPer[1], "x_procs1")
 	}
 	reportLate(b, h, (fed[0]+fed[1])*recordsPerBatch)
+	h.checkFired(b, fed[0]+fed[1]-1, 1)
 	h.shutdown(b)
 }
 
