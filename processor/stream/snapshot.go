@@ -30,8 +30,9 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 	}
 	// The watermark's state first, then W: a concurrent Begin or End may raise W in between (neither
 	// needs a shard's lock), and W read second is at least the state's.
-	wst := e.wm.state()
-	w := e.wm.current(e.clock.Now())
+	now := e.clock.Now()
+	wst := e.wm.state(now)
+	w := e.wm.current(now)
 	for _, sh := range shards {
 		sh.flush(w)
 	}

@@ -186,9 +186,13 @@ type watermarkState struct {
 	sources            []sourceState
 }
 
-func (w *watermark) state() watermarkState {
+// state is the watermark at wall time now, for a snapshot: the sources silent by then are not in it.
+func (w *watermark) state(now int64) watermarkState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.perSource && now >= w.recheck.Load() {
+		w.expireSources(now)
+	}
 	st := watermarkState{event: w.event.Load(), floor: w.floor.Load(), high: w.high.Load()}
 	if w.perSource {
 		st.sources = w.sources.state()
