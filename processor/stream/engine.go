@@ -476,22 +476,19 @@ func (e *Engine) FireAll(fn func(*Result)) {
 func (e *Engine) Drain(aggs []bool, fn func(*Result)) {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()
-	for _, sh := range e.allShards() {
-		sh.mu.Lock()
-		sh.drain(aggs)
-		sh.pending, e.spare = e.spare, sh.pending
-		sh.mu.Unlock()
-		for i := range e.spare.items {
-			fn(&e.spare.items[i])
-		}
-		e.spare.clear()
-	}
+	e.eachShard(func(sh *shard) { sh.drain(aggs) }, fn)
 }
 
 func (e *Engine) flushAll(w int64, fn func(*Result)) {
+	e.eachShard(func(sh *shard) { sh.flush(w) }, fn)
+}
+
+// eachShard runs step on every shard under its lock, then hands the shard's pending results to fn
+// outside it (under collectMu).
+func (e *Engine) eachShard(step func(*shard), fn func(*Result)) {
 	for _, sh := range e.allShards() {
 		sh.mu.Lock()
-		sh.flush(w)
+		step(sh)
 		sh.pending, e.spare = e.spare, sh.pending
 		sh.mu.Unlock()
 		for i := range e.spare.items {
