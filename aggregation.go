@@ -190,12 +190,6 @@ func asFloat(v pcommon.Value) float64 {
 	return v.Double()
 }
 
-// outputSet says which outputs an aggregation emits.
-type outputSet struct {
-	count, sum, avg, min, max, histogram bool
-	quantileNames                        []string // outputs, as written: p50, p999
-}
-
 // aggregation is one configured aggregation, compiled for the hot path.
 type aggregation struct {
 	index     int // in the engine
@@ -211,7 +205,7 @@ type aggregation struct {
 	unit      string
 	valueKey  keyRef // the numeric attribute, when not duration
 	hasValue  bool
-	outputs   outputSet
+	outputs   []emitted // in table order (see outputs.go)
 	quantiles []float64
 	histMax   int // buckets per sign of the histogram output
 }
@@ -251,28 +245,9 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 		c.valueKey = newKeyRef(strings.TrimPrefix(a.Value, valueAttributePrefix), a.Signal)
 		c.hasValue = true
 	}
-	for _, o := range a.outputs() {
-		switch o {
-		case outputCount:
-			c.outputs.count = true
-		case outputSum:
-			c.outputs.sum = true
-		case outputAvg:
-			c.outputs.avg = true
-		case outputMin:
-			c.outputs.min = true
-		case outputMax:
-			c.outputs.max = true
-		case outputHistogram:
-			c.outputs.histogram = true
-		default:
-			q, err := strconv.ParseFloat("0."+strings.TrimPrefix(o, "p"), 64)
-			if err != nil {
-				return nil, fmt.Errorf("aggregation %q: output %q: %w", a.Name, o, err)
-			}
-			c.quantiles = append(c.quantiles, q)
-			c.outputs.quantileNames = append(c.outputs.quantileNames, o)
-		}
+	var err error
+	if c.outputs, c.quantiles, err = compileOutputs(a.outputs()); err != nil {
+		return nil, fmt.Errorf("aggregation %q: %w", a.Name, err)
 	}
 	return c, nil
 }
@@ -302,7 +277,7 @@ func (c *aggregation) reads(f int) bool {
 
 // engineAggregation is what the engine keeps for this aggregation.
 func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
-	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: c.outputs.histogram}
+	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: c.hasOutput(outputHistogram)}
 }
 
 // matches applies the where clause.

@@ -125,7 +125,7 @@ func BenchmarkMetricsBuilder(b *testing.B) {
 						kb.Str(serieskey.Record, m)
 						r := stream.Result{Key: string(kb.Key()), Start: 60e9, End: 120e9, Count: 75, Sum: 4000,
 							ValueCount: 75, WindowValueCount: 75, Avg: 53, Min: 1, Max: 900, Quantiles: []float64{40, 300, 800}}
-						if agg.outputs.histogram {
+						if agg.hasOutput(outputHistogram) {
 							r.Hist = hist
 						}
 						results = append(results, r)

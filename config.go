@@ -3,7 +3,6 @@ package windowaggregator
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -109,18 +108,10 @@ const (
 
 	valueDuration        = "duration"
 	valueAttributePrefix = "attribute:"
-
-	outputCount     = "count"
-	outputSum       = "sum"
-	outputAvg       = "avg"
-	outputMin       = "min"
-	outputMax       = "max"
-	outputHistogram = "histogram"
 )
 
 var (
-	percentileOutput = regexp.MustCompile(`^p([0-9]{1,6})$`)
-	unitScale        = map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+	unitScale = map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 )
 
 // maxDuration bounds every duration so that the engine's time arithmetic cannot overflow.
@@ -283,19 +274,12 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad("outputs", "%q listed twice", o)
 		}
 		outs[o] = true
-		isValue := false
-		switch o {
-		case outputCount:
-		case outputSum, outputAvg, outputMin, outputMax, outputHistogram:
-			isValue = true
-		default:
-			if !percentileOutput.MatchString(o) {
-				bad("outputs", "unknown output %q (want count, sum, avg, min, max, histogram or pNN such as p50, p99, p999)", o)
-				continue
-			}
-			isValue = true
+		def := lookupOutput(o)
+		if def == nil {
+			bad("outputs", "unknown output %q (want one of %s)", o, outputNames())
+			continue
 		}
-		if isValue && !hasValue {
+		if def.needsValue && !hasValue {
 			bad("outputs", "%q needs a value; set value: attribute:<key>", o)
 		}
 	}

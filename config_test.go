@@ -47,7 +47,7 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.duration || a.unit != "ms" || !a.outputs.count || a.outputs.sum || len(a.quantiles) != 0 || len(a.groupBy) != 0 ||
+	if !a.duration || a.unit != "ms" || !a.hasOutput("count") || a.hasOutput("sum") || len(a.quantiles) != 0 || len(a.groupBy) != 0 ||
 		a.histMax != 160 {
 		t.Fatalf("aggregation defaults (value duration, unit ms, outputs [count], no group_by, histogram_max_size 160): %+v", a)
 	}

@@ -30,9 +30,9 @@ func panesPerSeries(cfg *Config) int64 {
 // memoryEstimate is the formula for one aggregation, in bytes.
 func memoryEstimate(cfg *Config, a *aggregation) int64 {
 	var sketch int64
-	if a.outputs.histogram || len(a.quantiles) > 0 {
+	if a.hasOutput(outputHistogram) || len(a.quantiles) > 0 {
 		sketch = assumedSketch
-		if a.outputs.histogram {
+		if a.hasOutput(outputHistogram) {
 			sketch *= 2
 		}
 	}

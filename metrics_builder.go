@@ -35,24 +35,13 @@ type resourceOut struct {
 	byAgg []*aggOut // by aggregation index, made on first use
 }
 
-// aggOut is one aggregation's metrics under one resource: the metric of each output slot, made on
-// first use.
+// aggOut is one aggregation's metrics under one resource: the metric of each of its outputs (by index
+// in aggregation.outputs), made on first use.
 type aggOut struct {
 	sm      pmetric.ScopeMetrics
 	metrics []pmetric.Metric
 	made    []bool
 }
-
-// Output slots: the fixed outputs, then the percentiles in their configured order.
-const (
-	slotCount = iota
-	slotSum
-	slotAvg
-	slotMin
-	slotMax
-	slotHistogram
-	slotQuantiles
-)
 
 func newMetricsBuilder(aggs []*aggregation, version string) *metricsBuilder {
 	b := &metricsBuilder{aggs: aggs, version: version}
@@ -111,63 +100,59 @@ func (b *metricsBuilder) add(r *stream.Result) {
 		}
 		first, built = m, true
 	}
-	o := &a.outputs
-	if o.count {
-		m := b.metric(ro, slotCount, outputCount, a)
-		dp := m.Sum().DataPoints().AppendEmpty()
-		dp.SetStartTimestamp(start)
-		dp.SetTimestamp(end)
-		dp.SetIntValue(int64(r.Count))
-		attrs(dp.Attributes())
-		b.points++
-	}
-	if o.sum {
-		b.gaugeOrSum(ro, slotSum, outputSum, a, start, end, r.Sum, attrs)
-	}
-	if r.WindowValueCount > 0 {
-		if o.avg {
-			b.gaugeOrSum(ro, slotAvg, outputAvg, a, start, end, r.Avg, attrs)
+	for i := range a.outputs {
+		e := &a.outputs[i]
+		if e.def.ofWindowValues && r.WindowValueCount == 0 {
+			continue // no value in the window: no gauge of its values
 		}
-		if o.min {
-			b.gaugeOrSum(ro, slotMin, outputMin, a, start, end, r.Min, attrs)
+		switch e.def.metric {
+		case shapeCount:
+			dp := b.metric(ro, i, a).Sum().DataPoints().AppendEmpty()
+			dp.SetStartTimestamp(start)
+			dp.SetTimestamp(end)
+			dp.SetIntValue(e.def.intValue(r))
+			attrs(dp.Attributes())
+			b.points++
+		case shapeSum, shapeGauge:
+			b.number(ro, i, a, start, end, e.def.value(r, e.q), attrs)
+		case shapeHistogram:
+			if r.Hist != nil {
+				b.histogram(ro, i, a, start, end, r, attrs)
+			}
 		}
-		if o.max {
-			b.gaugeOrSum(ro, slotMax, outputMax, a, start, end, r.Max, attrs)
-		}
-		for i, name := range o.quantileNames {
-			b.gaugeOrSum(ro, slotQuantiles+i, name, a, start, end, r.Quantiles[i], attrs)
-		}
-	}
-	if o.histogram && r.Hist != nil {
-		m := b.metric(ro, slotHistogram, outputHistogram, a)
-		dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
-		dp.SetStartTimestamp(start)
-		dp.SetTimestamp(end)
-		h := r.Hist
-		dp.SetCount(h.Count())
-		dp.SetSum(h.Sum())
-		if h.Count() > 0 {
-			dp.SetMin(h.Min())
-			dp.SetMax(h.Max())
-		}
-		scale := h.ScaleFor(a.histMax)
-		dp.SetScale(scale)
-		dp.SetZeroCount(h.ZeroCount())
-		var off int32
-		off, b.counts = h.AppendPositiveCountsAt(b.counts[:0], scale)
-		dp.Positive().SetOffset(off)
-		dp.Positive().BucketCounts().FromRaw(b.counts)
-		off, b.counts = h.AppendNegativeCountsAt(b.counts[:0], scale)
-		dp.Negative().SetOffset(off)
-		dp.Negative().BucketCounts().FromRaw(b.counts)
-		attrs(dp.Attributes())
-		b.points++
 	}
 }
 
-func (b *metricsBuilder) gaugeOrSum(ro *aggOut, slot int, output string, a *aggregation,
-	start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) {
-	m := b.metric(ro, slot, output, a)
+// histogram appends the exponential histogram data point of result r.
+func (b *metricsBuilder) histogram(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, r *stream.Result, attrs func(pcommon.Map)) {
+	m := b.metric(ro, slot, a)
+	dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(end)
+	h := r.Hist
+	dp.SetCount(h.Count())
+	dp.SetSum(h.Sum())
+	if h.Count() > 0 {
+		dp.SetMin(h.Min())
+		dp.SetMax(h.Max())
+	}
+	scale := h.ScaleFor(a.histMax)
+	dp.SetScale(scale)
+	dp.SetZeroCount(h.ZeroCount())
+	var off int32
+	off, b.counts = h.AppendPositiveCountsAt(b.counts[:0], scale)
+	dp.Positive().SetOffset(off)
+	dp.Positive().BucketCounts().FromRaw(b.counts)
+	off, b.counts = h.AppendNegativeCountsAt(b.counts[:0], scale)
+	dp.Negative().SetOffset(off)
+	dp.Negative().BucketCounts().FromRaw(b.counts)
+	attrs(dp.Attributes())
+	b.points++
+}
+
+// number appends a double data point to the Sum or Gauge of output slot.
+func (b *metricsBuilder) number(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) {
+	m := b.metric(ro, slot, a)
 	var dp pmetric.NumberDataPoint
 	if m.Type() == pmetric.MetricTypeSum {
 		dp = m.Sum().DataPoints().AppendEmpty()
@@ -242,41 +227,22 @@ func (b *metricsBuilder) resource(agg int) *aggOut {
 	}
 	ao := ro.byAgg[agg]
 	if ao == nil {
-		n := slotQuantiles + len(b.aggs[agg].quantiles)
+		n := len(b.aggs[agg].outputs)
 		ao = &aggOut{sm: ro.sm, metrics: make([]pmetric.Metric, n), made: make([]bool, n)}
 		ro.byAgg[agg] = ao
 	}
 	return ao
 }
 
-// metric returns the metric for one output (in slot) of one aggregation under one resource.
-func (b *metricsBuilder) metric(ro *aggOut, slot int, output string, a *aggregation) pmetric.Metric {
+// metric returns the metric of output slot of one aggregation under one resource.
+func (b *metricsBuilder) metric(ro *aggOut, slot int, a *aggregation) pmetric.Metric {
 	if ro.made[slot] {
 		return ro.metrics[slot]
 	}
 	m := ro.sm.Metrics().AppendEmpty()
-	m.SetName(a.name + "." + output)
-	switch output {
-	case outputCount:
-		m.SetUnit("{" + recordUnit(a.signal) + "}")
-		m.SetDescription("Records in the window (a late firing carries only the late records).")
-		s := m.SetEmptySum()
-		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-		s.SetIsMonotonic(true)
-	case outputSum:
-		m.SetUnit(a.unit)
-		m.SetDescription("Sum of the values in the window (a late firing carries only the late records).")
-		s := m.SetEmptySum()
-		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-	case outputHistogram:
-		m.SetUnit(a.unit)
-		m.SetDescription("Exponential histogram of the values in the window (a late firing carries only the late records).")
-		m.SetEmptyExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
-	default:
-		m.SetUnit(a.unit)
-		m.SetDescription(gaugeDescription(output))
-		m.SetEmptyGauge()
-	}
+	e := &a.outputs[slot]
+	m.SetName(a.name + "." + e.name)
+	e.describe(m, a)
 	ro.metrics[slot], ro.made[slot] = m, true
 	return m
 }
@@ -286,16 +252,4 @@ func recordUnit(signal string) string {
 		return "log"
 	}
 	return "span"
-}
-
-func gaugeDescription(output string) string {
-	switch output {
-	case outputAvg:
-		return "Mean of the values in the window."
-	case outputMin:
-		return "Least value in the window."
-	case outputMax:
-		return "Greatest value in the window."
-	}
-	return "Percentile " + output + " of the values in the window, within 1% relative error."
 }

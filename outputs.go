@@ -1,0 +1,159 @@
+package windowaggregator
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
+)
+
+// output is one row of the table of outputs: what an aggregation's `outputs` entry emits. Adding an
+// output is a row here and its test.
+type output struct {
+	// name is the configured name; a family (the percentiles) matches pattern instead, and the
+	// metric is named as configured.
+	name    string
+	pattern *regexp.Regexp
+	// needsValue: a value output, refused for an aggregation without a value.
+	needsValue bool
+	metric     metricShape
+	// description of the metric. A family's is a format with the configured name.
+	description string
+	// value is a double output's value for a result; q is the output's index among the family's
+	// configured members (the percentile's index in Result.Quantiles). count's is intValue; the
+	// histogram's is the result's sketch.
+	value    func(r *stream.Result, q int) float64
+	intValue func(r *stream.Result) int64
+	// ofWindowValues: emitted only for a window with at least one value (a gauge of the values).
+	ofWindowValues bool
+}
+
+// metricShape is the pdata type of an output's metric.
+type metricShape uint8
+
+const (
+	shapeCount     metricShape = iota // Sum of ints, delta, monotonic; unit {span} or {log}
+	shapeSum                          // Sum of doubles, delta; the aggregation's unit
+	shapeGauge                        // Gauge of doubles; the aggregation's unit
+	shapeHistogram                    // ExponentialHistogram, delta; the aggregation's unit
+)
+
+const lateDeltas = " (a late firing carries only the late records)."
+
+// outputs is the table, in the order their metrics are made for a result.
+var outputs = []output{
+	{name: "count", metric: shapeCount, description: "Records in the window" + lateDeltas,
+		intValue: func(r *stream.Result) int64 { return int64(r.Count) }},
+	{name: "sum", needsValue: true, metric: shapeSum, description: "Sum of the values in the window" + lateDeltas,
+		value: func(r *stream.Result, _ int) float64 { return r.Sum }},
+	{name: "avg", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Mean of the values in the window.",
+		value: func(r *stream.Result, _ int) float64 { return r.Avg }},
+	{name: "min", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Least value in the window.",
+		value: func(r *stream.Result, _ int) float64 { return r.Min }},
+	{name: "max", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Greatest value in the window.",
+		value: func(r *stream.Result, _ int) float64 { return r.Max }},
+	{name: "pNN", pattern: regexp.MustCompile(`^p([0-9]{1,6})$`), needsValue: true, metric: shapeGauge, ofWindowValues: true,
+		description: "Percentile %s of the values in the window, within 1% relative error.",
+		value:       func(r *stream.Result, q int) float64 { return r.Quantiles[q] }},
+	{name: "histogram", needsValue: true, metric: shapeHistogram, description: "Exponential histogram of the values in the window" + lateDeltas},
+}
+
+const outputCount, outputHistogram = "count", "histogram"
+
+// lookupOutput returns the row of a configured output name, or nil.
+func lookupOutput(name string) *output {
+	for i := range outputs {
+		o := &outputs[i]
+		if o.name == name || o.pattern != nil && o.pattern.MatchString(name) {
+			return o
+		}
+	}
+	return nil
+}
+
+// outputNames lists the table for an error message: count, sum, ..., pNN (p50, p99, p999), histogram.
+func outputNames() string {
+	names := make([]string, len(outputs))
+	for i, o := range outputs {
+		names[i] = o.name
+		if o.pattern != nil {
+			names[i] += " (p50, p99, p999)"
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// quantileOf returns the quantile a percentile output names: the digits after "0.", p999 = 0.999.
+func quantileOf(name string) (float64, error) {
+	return strconv.ParseFloat("0."+strings.TrimPrefix(name, "p"), 64)
+}
+
+// emitted is one configured output of a compiled aggregation.
+type emitted struct {
+	def  *output
+	name string // the metric name's suffix: the configured name
+	q    int    // index among the percentiles, for their value
+}
+
+// compileOutputs returns an aggregation's outputs in table order (the percentiles in their
+// configured order) and its quantiles.
+func compileOutputs(configured []string) ([]emitted, []float64, error) {
+	var out []emitted
+	var quantiles []float64
+	for i := range outputs {
+		def := &outputs[i]
+		for _, name := range configured {
+			if lookupOutput(name) != def {
+				continue
+			}
+			e := emitted{def: def, name: name}
+			if def.pattern != nil {
+				q, err := quantileOf(name)
+				if err != nil {
+					return nil, nil, fmt.Errorf("output %q: %w", name, err)
+				}
+				e.q = len(quantiles)
+				quantiles = append(quantiles, q)
+			}
+			out = append(out, e)
+		}
+	}
+	return out, quantiles, nil
+}
+
+// hasOutput reports whether the aggregation emits the output named name (a row's name).
+func (c *aggregation) hasOutput(name string) bool {
+	for _, e := range c.outputs {
+		if e.def.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// describe sets a new metric's unit, description and type for output e of aggregation a.
+func (e *emitted) describe(m pmetric.Metric, a *aggregation) {
+	desc := e.def.description
+	if e.def.pattern != nil {
+		desc = fmt.Sprintf(desc, e.name)
+	}
+	m.SetDescription(desc)
+	m.SetUnit(a.unit)
+	switch e.def.metric {
+	case shapeCount:
+		m.SetUnit("{" + recordUnit(a.signal) + "}")
+		s := m.SetEmptySum()
+		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		s.SetIsMonotonic(true)
+	case shapeSum:
+		m.SetEmptySum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	case shapeGauge:
+		m.SetEmptyGauge()
+	case shapeHistogram:
+		m.SetEmptyExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+	}
+}

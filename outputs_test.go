@@ -1,0 +1,84 @@
+package windowaggregator
+
+import (
+	"math"
+	"testing"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// Every row of the table of outputs, through the connector, on one window worked out by hand: four
+// spans of 10, 20, 30 and 40 ms in [0, 10). A new row needs its case here.
+func TestEveryOutputOfTheTable(t *testing.T) {
+	useFakeClock(t)
+	type want struct {
+		metric string
+		typ    pmetric.MetricType
+		unit   string
+		value  float64 // int or double value; a histogram's count
+		tol    float64 // relative
+	}
+	cases := map[string]want{
+		"count":     {"o.count", pmetric.MetricTypeSum, "{span}", 4, 0},
+		"sum":       {"o.sum", pmetric.MetricTypeSum, "ms", 100, 0},
+		"avg":       {"o.avg", pmetric.MetricTypeGauge, "ms", 25, 0},
+		"min":       {"o.min", pmetric.MetricTypeGauge, "ms", 10, 0},
+		"max":       {"o.max", pmetric.MetricTypeGauge, "ms", 40, 0},
+		"pNN":       {"o.p50", pmetric.MetricTypeGauge, "ms", 20, 0.01}, // nearest rank: the 2nd of 4
+		"histogram": {"o.histogram", pmetric.MetricTypeExponentialHistogram, "ms", 4, 0},
+	}
+	var configured []string
+	for _, row := range outputs {
+		if _, ok := cases[row.name]; !ok {
+			t.Errorf("output %q has no case in this test", row.name)
+		}
+		name := row.name
+		if row.pattern != nil {
+			name = "p50"
+		}
+		configured = append(configured, name)
+	}
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{{Name: "o", Signal: "spans", Outputs: configured}}
+	h := newConnectorHarness(t, cfg, false)
+	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 1, ms: 10}, spanSpec{service: "a", name: "x", end: 2, ms: 20},
+		spanSpec{service: "a", name: "x", end: 3, ms: 30}, spanSpec{service: "a", name: "x", end: 4, ms: 40}))
+	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 11, ms: 1})) // W = 11: [0,10) fires
+	got := map[string]pmetric.Metric{}
+	for _, md := range h.metrics.AllMetrics() {
+		ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+		for i := 0; i < ms.Len(); i++ {
+			got[ms.At(i).Name()] = ms.At(i)
+		}
+	}
+	for row, w := range cases {
+		m, ok := got[w.metric]
+		switch {
+		case !ok:
+			t.Errorf("%s: no metric %s", row, w.metric)
+			continue
+		case m.Type() != w.typ || m.Unit() != w.unit || m.Description() == "":
+			t.Errorf("%s: %s is a %v in %q (%q), want a %v in %q with a description", row, w.metric, m.Type(), m.Unit(), m.Description(), w.typ, w.unit)
+			continue
+		}
+		var v float64
+		switch m.Type() {
+		case pmetric.MetricTypeSum:
+			if !m.Sum().IsMonotonic() && row == "count" || m.Sum().AggregationTemporality() != pmetric.AggregationTemporalityDelta {
+				t.Errorf("%s: a delta sum, monotonic for count", row)
+			}
+			dp := m.Sum().DataPoints().At(0)
+			v = dp.DoubleValue()
+			if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+				v = float64(dp.IntValue())
+			}
+		case pmetric.MetricTypeGauge:
+			v = m.Gauge().DataPoints().At(0).DoubleValue()
+		case pmetric.MetricTypeExponentialHistogram:
+			v = float64(m.ExponentialHistogram().DataPoints().At(0).Count())
+		}
+		if math.Abs(v-w.value) > w.tol*w.value {
+			t.Errorf("%s: %s = %v, want %v", row, w.metric, v, w.value)
+		}
+	}
+}
