@@ -71,7 +71,7 @@ func runConfigWithStorage(t *testing.T, cfg *Config, st *memStorage, sends ...[]
 	set := connectortest.NewNopSettings(Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	sink := new(consumertest.MetricsSink)
-	c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, sink)
+	c, err := NewConnectorFactory().CreateTracesToMetrics(testContext(t), set, cfg, sink)
 	must(t, err)
 	must(t, c.Start(context.Background(), hostWith{storageID: st}))
 	for _, s := range sends {
@@ -168,7 +168,7 @@ func TestSaveFailureIsCountedAndMissingExtensionFailsStart(t *testing.T) {
 	}
 	cfg := latencyConfig()
 	cfg.Storage = &storageID
-	c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), connectortest.NewNopSettings(Type), cfg, consumertest.NewNop())
+	c, err := NewConnectorFactory().CreateTracesToMetrics(testContext(t), connectortest.NewNopSettings(Type), cfg, consumertest.NewNop())
 	must(t, err)
 	defer func() { _ = c.Shutdown(context.Background()) }()
 	if err := c.Start(context.Background(), componenttest.NewNopHost()); err == nil {
@@ -186,7 +186,7 @@ func TestUndeliveredResultsSurviveRestartWithStorage(t *testing.T) {
 	run := func(next *flakyMetrics, sends ...[]spanSpec) {
 		t.Helper()
 		set := connectortest.NewNopSettings(Type)
-		c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, next)
+		c, err := NewConnectorFactory().CreateTracesToMetrics(testContext(t), set, cfg, next)
 		must(t, err)
 		started := make(chan error, 1)
 		go func() { started <- c.Start(context.Background(), hostWith{storageID: st}) }()
@@ -213,7 +213,7 @@ func TestUndeliveredResultsSurviveRestartWithStorage(t *testing.T) {
 // it (send's stopped-sink branch), the last shutdown checkpoints it, and the next start delivers it.
 func TestQueuedResultsOfAStoppedOutputOutliveTheOtherOutputsFlushes(t *testing.T) {
 	useFakeClock(t)
-	ctx := context.Background()
+	ctx := testContext(t)
 	st := &memStorage{data: map[string][]byte{}}
 	cfg := latencyConfig()
 	cfg.Aggregations = append(cfg.Aggregations, AggregationConfig{

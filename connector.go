@@ -109,24 +109,24 @@ func (c *logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	return c.next.ConsumeLogs(ctx, late.ld)
 }
 
-func createTracesToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
-	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
+	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
 	return &tracesToMetrics{newInstance(s, s.addSink(next, inputSpans), inputSpans, true)}, nil
 }
 
-func createLogsToMetrics(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {
-	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+func createLogsToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {
+	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
 	return &logsToMetrics{newInstance(s, s.addSink(next, inputLogs), inputLogs, true)}, nil
 }
 
-func createTracesToTraces(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
-	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+func createTracesToTraces(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
+	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
@@ -136,8 +136,8 @@ func createTracesToTraces(_ context.Context, set connector.Settings, cfg compone
 	return &tracesToTraces{instance: newInstance(s, nil, inputSpans, true), next: next}, nil
 }
 
-func createLogsToLogs(_ context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Logs, error) {
-	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+func createLogsToLogs(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Logs, error) {
+	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}

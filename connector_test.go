@@ -391,14 +391,14 @@ func TestAggregationsWithOneResourceShareIt(t *testing.T) {
 // A processor and a connector with one id share one state, so their settings must agree.
 func TestSameIDWithOtherSettingsIsRefused(t *testing.T) {
 	set := processortest.NewNopSettings(Type)
-	p, err := NewFactory().CreateMetrics(context.Background(), set, latencyConfig(), consumertest.NewNop())
+	p, err := NewFactory().CreateMetrics(testContext(t), set, latencyConfig(), consumertest.NewNop())
 	must(t, err)
 	defer func() { _ = p.Shutdown(context.Background()) }()
 	other := latencyConfig()
 	other.AllowedLateness = time.Minute
 	cset := connectortest.NewNopSettings(Type)
 	cset.ID = set.ID
-	_, err = NewConnectorFactory().CreateTracesToMetrics(context.Background(), cset, other, consumertest.NewNop())
+	_, err = NewConnectorFactory().CreateTracesToMetrics(testContext(t), cset, other, consumertest.NewNop())
 	if err == nil || !strings.Contains(err.Error(), "configured differently") {
 		t.Fatalf("err = %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,12 +27,26 @@ import (
 
 const s = int64(time.Second)
 
-// useFakeClock makes engines created by the test read a fake clock at wall time 1000 s.
+// testClocks holds each test's fake clock (see useFakeClock), which testContext hands to the
+// factories the way a caller passes a clock in: through the context.
+var testClocks sync.Map // *testing.T -> *clock.Fake
+
+// useFakeClock makes components the test creates (through testContext) read a fake clock at wall
+// time 1000 s.
 func useFakeClock(t *testing.T) *clock.Fake {
 	clk := clock.NewFake(time.Unix(1000, 0))
-	testClock = clk
-	t.Cleanup(func() { testClock = nil })
+	testClocks.Store(t, clk)
+	t.Cleanup(func() { testClocks.Delete(t) })
 	return clk
+}
+
+// testContext is the context to create the test's components with: it carries the test's fake
+// clock, if it has one.
+func testContext(t *testing.T) context.Context {
+	if c, ok := testClocks.Load(t); ok {
+		return clock.NewContext(context.Background(), c.(*clock.Fake))
+	}
+	return context.Background()
 }
 
 // baseConfig is a tumbling 10 s window whose ticker never fires within a test.
@@ -79,7 +94,7 @@ func newHarnessWith(t *testing.T, cfg *Config, withLate bool, next consumer.Metr
 	f := NewConnectorFactory()
 	set := connectortest.NewNopSettings(Type)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
-	ctx := context.Background()
+	ctx := testContext(t)
 	t2m, err := f.CreateTracesToMetrics(ctx, set, cfg, next)
 	must(t, err)
 	l2m, err := f.CreateLogsToMetrics(ctx, set, cfg, next)

@@ -25,7 +25,7 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	set := connectortest.NewNopSettings(Type)
 	set.Logger = zap.New(core)
-	c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, new(consumertest.MetricsSink))
+	c, err := NewConnectorFactory().CreateTracesToMetrics(testContext(t), set, cfg, new(consumertest.MetricsSink))
 	must(t, err)
 	must(t, c.Start(context.Background(), componenttest.NewNopHost()))
 	defer func() { must(t, c.Shutdown(context.Background())) }()

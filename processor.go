@@ -43,24 +43,24 @@ func (p *metricsProcessor) ConsumeMetrics(ctx context.Context, md pmetric.Metric
 	return p.next.ConsumeMetrics(ctx, md)
 }
 
-func createTracesProcessor(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+func createTracesProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
 	return &tracesProcessor{instance: newInstance(s, nil, inputSpans, false), next: next}, nil
 }
 
-func createLogsProcessor(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+func createLogsProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
 	return &logsProcessor{instance: newInstance(s, nil, inputLogs, false), next: next}, nil
 }
 
-func createMetricsProcessor(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
-	s, err := acquire(set.TelemetrySettings, set.ID, cfg.(*Config))
+func createMetricsProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
+	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}

@@ -32,9 +32,9 @@ func newProcessorHarness(t *testing.T, cfg *Config, next *consumertest.MetricsSi
 	h := &processorHarness{tracesOut: new(consumertest.TracesSink), metricsOut: next, tel: componenttest.NewTelemetry()}
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
 	var err error
-	h.traces, err = f.CreateTraces(context.Background(), set, cfg, h.tracesOut)
+	h.traces, err = f.CreateTraces(testContext(t), set, cfg, h.tracesOut)
 	must(t, err)
-	h.metrics, err = f.CreateMetrics(context.Background(), set, cfg, next)
+	h.metrics, err = f.CreateMetrics(testContext(t), set, cfg, next)
 	must(t, err)
 	must(t, h.metrics.Start(context.Background(), componenttest.NewNopHost()))
 	must(t, h.traces.Start(context.Background(), componenttest.NewNopHost()))
@@ -72,7 +72,7 @@ func TestProcessorPassesRecordsAndMetricsOnAndAddsResults(t *testing.T) {
 func TestProcessorWithoutMetricsPipelineFailsToStart(t *testing.T) {
 	f := NewFactory()
 	set := processortest.NewNopSettings(Type)
-	tp, err := f.CreateTraces(context.Background(), set, latencyConfig(), consumertest.NewNop())
+	tp, err := f.CreateTraces(testContext(t), set, latencyConfig(), consumertest.NewNop())
 	must(t, err)
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	err = tp.Start(context.Background(), componenttest.NewNopHost())

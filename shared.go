@@ -62,11 +62,9 @@ var (
 // minWatermark is what Engine.Watermark returns while no record has been accepted.
 const minWatermark = math.MinInt64
 
-// testClock, when set by a test, replaces the system clock of engines created afterwards.
-var testClock clock.Clock
-
-// acquire returns the shared state of id, creating it with the first instance.
-func acquire(set component.TelemetrySettings, id component.ID, cfg *Config) (*shared, error) {
+// acquire returns the shared state of id, creating it with the first instance. The engine's wall
+// clock is the one ctx carries (clock.NewContext), else the system clock.
+func acquire(ctx context.Context, set component.TelemetrySettings, id component.ID, cfg *Config) (*shared, error) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if s, ok := registry[id]; ok {
@@ -78,7 +76,7 @@ func acquire(set component.TelemetrySettings, id component.ID, cfg *Config) (*sh
 		s.mu.Unlock()
 		return s, nil
 	}
-	s, err := newShared(set, id, cfg)
+	s, err := newShared(set, id, cfg, clock.FromContext(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +85,7 @@ func acquire(set component.TelemetrySettings, id component.ID, cfg *Config) (*sh
 	return s, nil
 }
 
-func newShared(set component.TelemetrySettings, id component.ID, cfg *Config) (*shared, error) {
+func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, clk clock.Clock) (*shared, error) {
 	s := &shared{id: id, cfg: cfg, logger: set.Logger, drained: make([]bool, len(cfg.Aggregations))}
 	ecfg := stream.Config{
 		Size: cfg.Window.Size, Slide: cfg.Window.Slide,
@@ -95,7 +93,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config) (*
 		MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness,
 		PerSource: len(cfg.Watermark.PerSource) > 0, SourceIdleTimeout: cfg.Watermark.SourceIdleTimeout,
 		MaxSources: cfg.Watermark.MaxSources,
-		Clock:      testClock,
+		Clock:      clk,
 	}
 	for i, ac := range cfg.Aggregations {
 		a, err := compileAggregation(i, ac)

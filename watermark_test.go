@@ -383,7 +383,7 @@ func TestRestartDoesNotCountDowntimeAsSilence(t *testing.T) {
 		set := connectortest.NewNopSettings(Type)
 		set.TelemetrySettings = tel.NewTelemetrySettings()
 		sink := new(consumertest.MetricsSink)
-		c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, sink)
+		c, err := NewConnectorFactory().CreateTracesToMetrics(testContext(t), set, cfg, sink)
 		must(t, err)
 		must(t, c.Start(context.Background(), hostWith{storageID: st}))
 		em := lookup(t).emitter
@@ -434,7 +434,7 @@ func newProcessorForm(t *testing.T, cfg *Config, host component.Host) *processor
 	set := processortest.NewNopSettings(Type)
 	set.TelemetrySettings = p.tel.NewTelemetrySettings()
 	var err error
-	ctx := context.Background()
+	ctx := testContext(t)
 	p.traces, err = f.CreateTraces(ctx, set, cfg, consumertest.NewNop())
 	must(t, err)
 	p.logs, err = f.CreateLogs(ctx, set, cfg, consumertest.NewNop())

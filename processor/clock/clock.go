@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 )
@@ -10,6 +11,21 @@ import (
 // Clock reads the wall clock in Unix nanoseconds.
 type Clock interface {
 	Now() int64
+}
+
+type contextKey struct{}
+
+// NewContext returns ctx carrying c: a component created with it reads its wall clock from c.
+func NewContext(ctx context.Context, c Clock) context.Context {
+	return context.WithValue(ctx, contextKey{}, c)
+}
+
+// FromContext returns the clock ctx carries, or the system clock.
+func FromContext(ctx context.Context) Clock {
+	if c, ok := ctx.Value(contextKey{}).(Clock); ok && c != nil {
+		return c
+	}
+	return System{}
 }
 
 // System is the real wall clock.

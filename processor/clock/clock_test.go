@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -26,5 +27,16 @@ func TestSystemIsNearTimeNow(t *testing.T) {
 	after := time.Now().UnixNano()
 	if got < before || got > after {
 		t.Fatalf("System.Now = %d, outside [%d, %d]", got, before, after)
+	}
+}
+
+// A clock passed in through the context is the one FromContext returns; without one, the system's.
+func TestClockFromContext(t *testing.T) {
+	if _, ok := FromContext(context.Background()).(System); !ok {
+		t.Fatal("no clock in the context: want the system clock")
+	}
+	f := NewFake(time.Unix(42, 0))
+	if got := FromContext(NewContext(context.Background(), f)); got != Clock(f) || got.Now() != 42e9 {
+		t.Fatalf("got %v, want the fake clock at 42 s", got)
 	}
 }
