@@ -3,6 +3,8 @@ package windowaggregator
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -160,15 +162,18 @@ func (c *Config) Validate() error {
 	if m := c.Watermark.MaxSources; m <= 0 || m > stream.MaxSourcesLimit {
 		bad("watermark.max_sources", "must be between 1 and %d, got %d", stream.MaxSourcesLimit, m)
 	}
-	for key, d := range map[string]time.Duration{
-		"watermark.max_out_of_orderness": c.Watermark.MaxOutOfOrderness,
-		"watermark.idle_timeout":         c.Watermark.IdleTimeout,
-		"watermark.max_future_skew":      c.Watermark.MaxFutureSkew,
-		"allowed_lateness":               c.AllowedLateness,
-		"checkpoint.interval":            c.Checkpoint.Interval,
+	for _, kd := range []struct {
+		key string
+		d   time.Duration
+	}{ // in the order of the keys in the configuration, so that errors come in a stable order
+		{"watermark.max_out_of_orderness", c.Watermark.MaxOutOfOrderness},
+		{"watermark.idle_timeout", c.Watermark.IdleTimeout},
+		{"watermark.max_future_skew", c.Watermark.MaxFutureSkew},
+		{"allowed_lateness", c.AllowedLateness},
+		{"checkpoint.interval", c.Checkpoint.Interval},
 	} {
-		if d < 0 || d > maxDuration {
-			bad(key, "must be between 0s and %s, got %s", maxDuration, d)
+		if kd.d < 0 || kd.d > maxDuration {
+			bad(kd.key, "must be between 0s and %s, got %s", maxDuration, kd.d)
 		}
 	}
 	if c.Emit.Interval <= 0 {
@@ -223,7 +228,8 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 				bad("where.span_kind", "unknown span kind %q (want one of unspecified, internal, server, client, producer, consumer)", k)
 			}
 		}
-		for k, v := range a.Where.Attributes {
+		for _, k := range slices.Sorted(maps.Keys(a.Where.Attributes)) { // a stable order of errors
+			v := a.Where.Attributes[k]
 			if k == "" {
 				bad("where.attributes", "empty attribute key")
 			}

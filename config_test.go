@@ -146,3 +146,17 @@ func TestEveryTestdataConfigIsCovered(t *testing.T) {
 		}
 	}
 }
+
+// Config.Validate reports the same errors in the same order every time.
+func TestValidateErrorsComeInAStableOrder(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Watermark.MaxOutOfOrderness, cfg.Watermark.IdleTimeout, cfg.Watermark.MaxFutureSkew = -1, -1, -1
+	cfg.AllowedLateness, cfg.Checkpoint.Interval = -1, -1
+	cfg.Aggregations = []AggregationConfig{{Name: "a", Signal: "spans", Where: &WhereConfig{Attributes: map[string]any{"": 1, "b": []int{1}, "c": struct{}{}}}}}
+	first := cfg.Validate().Error()
+	for range 50 {
+		if got := cfg.Validate().Error(); got != first {
+			t.Fatalf("errors in another order:\n%s\nthen\n%s", first, got)
+		}
+	}
+}
