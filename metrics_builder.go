@@ -20,12 +20,12 @@ type metricsBuilder struct {
 	aggs    []*aggregation
 	version string
 
-	md      pmetric.Metrics
-	points  int
-	scopes  map[string]*resourceOut // by resource identity (see add)
-	resKey  serieskey.Builder
-	decoded []serieskey.Value
-	counts  []uint64
+	md        pmetric.Metrics
+	points    int
+	resources map[string]*resourceOut // by resource identity (see add)
+	resKey    serieskey.Builder
+	decoded   []serieskey.Value
+	counts    []uint64
 }
 
 // resourceOut is one output resource and its scope, shared by the aggregations whose results have
@@ -52,7 +52,7 @@ func newMetricsBuilder(aggs []*aggregation, version string) *metricsBuilder {
 func (b *metricsBuilder) reset() {
 	b.md = pmetric.NewMetrics()
 	b.points = 0
-	b.scopes = map[string]*resourceOut{}
+	b.resources = map[string]*resourceOut{}
 }
 
 // take returns the metrics built so far and starts afresh.
@@ -210,7 +210,7 @@ func appendKeyValue(b *serieskey.Builder, v serieskey.Value) {
 // resource returns the output resource for the resource part of the series key just decoded (in
 // resKey), creating it with those values as attributes.
 func (b *metricsBuilder) resource(agg int) *aggOut {
-	ro, ok := b.scopes[string(b.resKey.Key())]
+	ro, ok := b.resources[string(b.resKey.Key())]
 	if !ok {
 		rm := b.md.ResourceMetrics().AppendEmpty()
 		keys := b.aggs[agg].groupBy
@@ -223,7 +223,7 @@ func (b *metricsBuilder) resource(agg int) *aggOut {
 		sm.Scope().SetName(scopeName)
 		sm.Scope().SetVersion(b.version)
 		ro = &resourceOut{sm: sm, byAgg: make([]*aggOut, len(b.aggs))}
-		b.scopes[string(b.resKey.Key())] = ro
+		b.resources[string(b.resKey.Key())] = ro
 	}
 	ao := ro.byAgg[agg]
 	if ao == nil {
