@@ -131,13 +131,12 @@ func TestInvalidConfigsNameKeyAndReason(t *testing.T) {
 	}
 }
 
+// Every configuration of testdata/config.yaml is in a test (and loadConfig fails for a test's
+// configuration that is not in the file).
 func TestEveryTestdataConfigIsCovered(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if n := len(cm.ToStringMap()); n != 34 { // 2 valid + 32 invalid, each tested above
-		t.Fatalf("testdata/config.yaml holds %d configs; add the new ones to the tests", n)
 	}
 	for id := range cm.ToStringMap() {
 		name := strings.TrimPrefix(id, Type.String()+"/")
