@@ -6,7 +6,7 @@ DIST    := _build/otelcol-windowaggregator/otelcol-windowaggregator
 LOADGEN := _build/loadgen
 SOURCES := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null)
 
-.PHONY: test demo dist loadgen fuzz bench
+.PHONY: test demo dist loadgen fuzz bench generate
 
 # Every test, the end-to-end one included (it builds the distribution first).
 test:
@@ -49,3 +49,21 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./processor/... .
 	cd bench && $(GO) test -run '^$$' -bench . -benchmem -timeout 60m
 	cd bench && BENCH_SPANS_PER_SECOND=50000 $(GO) test -run '^$$' -bench 'Paired|LogsToMetrics|ReadOnly' -benchtime 15000x -benchmem -timeout 60m
+
+# Regenerates internal/metadata, internal/metadatatest, the generated tests and documentation.md from
+# metadata.yaml (and connector/metadata.yaml). mdatagen is built in a throwaway module, as `go run
+# ...@version` needs a version list that the proxy may not serve; it runs through a symlink named
+# windowaggregator, as it names the generated tests' package after the directory, and outside the
+# throwaway module, as it takes the outermost go.mod above metadata.yaml for the module root. If the
+# generated code comes to import a new module, `go mod tidy` adds it.
+MDATAGEN_VERSION ?= v0.159.0
+generate:
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	mkdir "$$tmp/build" "$$tmp/src"; \
+	( cd "$$tmp/build" && $(GO) mod init mdatagen >/dev/null 2>&1 && \
+	  $(GO) get go.opentelemetry.io/collector/cmd/mdatagen@$(MDATAGEN_VERSION) >/dev/null 2>&1 && \
+	  $(GO) build -o mdatagen go.opentelemetry.io/collector/cmd/mdatagen ) || \
+	  { echo "building mdatagen $(MDATAGEN_VERSION) failed"; exit 1; }; \
+	ln -s "$(CURDIR)" "$$tmp/src/windowaggregator"; \
+	cd "$$tmp/src/windowaggregator" && "$$tmp/build/mdatagen" metadata.yaml; \
+	cd "$$tmp/src/windowaggregator/connector" && "$$tmp/build/mdatagen" metadata.yaml

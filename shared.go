@@ -114,7 +114,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	if s.engine, err = stream.New(ecfg); err != nil {
 		return nil, err
 	}
-	if s.tel, err = newTelemetry(set.MeterProvider); err != nil {
+	if s.tel, err = newTelemetry(set); err != nil {
 		return nil, err
 	}
 	s.emitter = &emitter{s: s}
@@ -122,7 +122,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	for i := range s.emitter.builders {
 		s.emitter.builders[i] = newMetricsBuilder(s.aggs, v)
 	}
-	if err := s.tel.observe(set.MeterProvider, s); err != nil {
+	if err := s.tel.observe(s); err != nil {
 		return nil, err
 	}
 	if cfg.Storage != nil {

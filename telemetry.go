@@ -2,17 +2,22 @@ package windowaggregator
 
 import (
 	"context"
-	"errors"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-// telemetry is the component's self-telemetry, made through the component's MeterProvider. The names
+// telemetry is the component's self-telemetry. The instruments are declared in metadata.yaml
+// (telemetry:) and made by the generated TelemetryBuilder (internal/metadata, `make generate`);
+// the fields are the builder's instruments under the names the rest of the code uses. The names
 // are listed in the README.
 type telemetry struct {
+	builder         *metadata.TelemetryBuilder
+	meter           metric.Meter                  // the builder's meter, for the one callback of observe
 	records         metric.Int64Counter           // records by outcome
 	late            metric.Int64Counter           // late, future and invalid records by reason and action
 	valuesMissing   metric.Int64Counter           // records counted without a value, by reason
@@ -96,49 +101,39 @@ func reasonAttr(reason string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
 }
 
-func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
-	m := mp.Meter("github.com/windowaggregator/windowaggregator")
-	t := &telemetry{}
-	var err, e error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		c, e := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		err = errors.Join(err, e)
-		return c
+func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
+	b, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
+		return nil, err
 	}
-	t.records = counter("otelcol_window_aggregator_records", "{record}", "Records seen, by outcome: aggregated (on time), late_updated (added within allowed_lateness), late (expired, future or invalid), unmatched (no aggregation selects them).")
-	t.late = counter("otelcol_window_aggregator_late_records", "{record}", "Records not aggregated, by reason (expired, future, invalid) and action (routed, dropped, passed).")
-	t.valuesMissing = counter("otelcol_window_aggregator_values_missing", "{record}", "Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start).")
-	observed := func(name, unit, desc string) metric.Int64ObservableCounter {
-		c, e := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		err = errors.Join(err, e)
-		return c
-	}
-	t.overflowRecords = observed("otelcol_window_aggregator_overflow_records", "{record}", "Record aggregations that went to an overflow series because max_series was reached.")
-	t.truncatedKeys = counter("otelcol_window_aggregator_truncated_keys", "{record}", "Record aggregations whose group-by value was longer than 4096 bytes and was cut to that length.")
-	t.clockSkew = counter("otelcol_window_aggregator_clock_skew_records", "{record}", "Records stamped ahead of the collector's clock (within max_future_skew), by reason (ahead_of_clock): aggregated, but the watermark does not follow them past the clock.")
-	t.sharedSource = counter("otelcol_window_aggregator_shared_source_records", "{record}", "Records of sources past watermark.max_sources, which share one source's watermark.")
-	t.windowsFired = observed("otelcol_window_aggregator_windows_fired", "{window}", "Window results emitted (first firings), one per series and window.")
-	t.lateFirings = observed("otelcol_window_aggregator_late_firings", "{window}", "Late firings: windows emitted again after records arrived within allowed_lateness.")
-	t.emitFailures = counter("otelcol_window_aggregator_emit_failures", "{request}", "Sends of results to the metrics consumer that failed, by kind (retryable, permanent).")
-	t.pointsDropped = counter("otelcol_window_aggregator_dropped_points", "{datapoint}", "Result data points dropped, by reason (permanent_error, queue_full, shutdown).")
-	t.checkpoints = counter("otelcol_window_aggregator_checkpoints", "{checkpoint}", "Checkpoints to and restores from storage, by outcome (saved, save_failed, restored, restore_failed, empty).")
-	t.activeSeries, e = m.Int64ObservableGauge("otelcol_window_aggregator_active_series", metric.WithUnit("{series}"), metric.WithDescription("Series held in open windows, per aggregation."))
-	err = errors.Join(err, e)
-	t.overflowActive, e = m.Int64ObservableGauge("otelcol_window_aggregator_overflow_series", metric.WithUnit("{series}"), metric.WithDescription("1 while an aggregation's overflow series holds data."))
-	err = errors.Join(err, e)
-	t.watermarkLag, e = m.Float64ObservableGauge("otelcol_window_aggregator_watermark_lag", metric.WithUnit("s"), metric.WithDescription("Wall clock minus watermark, by what holds the watermark back (held_by: records, source, clock, idle)."))
-	err = errors.Join(err, e)
-	t.sources, e = m.Int64ObservableGauge("otelcol_window_aggregator_watermark_sources", metric.WithUnit("{source}"), metric.WithDescription("Sources whose watermarks are held, with watermark.per_source."))
-	err = errors.Join(err, e)
-	t.pendingBatches, e = m.Int64ObservableGauge("otelcol_window_aggregator_pending_batches", metric.WithUnit("{batch}"), metric.WithDescription("Result batches kept for retry after the metrics consumer failed."))
-	err = errors.Join(err, e)
-	return t, err
+	return &telemetry{
+		builder:         b,
+		meter:           metadata.Meter(set),
+		records:         b.WindowAggregatorRecords,
+		late:            b.WindowAggregatorLateRecords,
+		valuesMissing:   b.WindowAggregatorValuesMissing,
+		overflowRecords: b.WindowAggregatorOverflowRecords,
+		truncatedKeys:   b.WindowAggregatorTruncatedKeys,
+		clockSkew:       b.WindowAggregatorClockSkewRecords,
+		sharedSource:    b.WindowAggregatorSharedSourceRecords,
+		sources:         b.WindowAggregatorWatermarkSources,
+		windowsFired:    b.WindowAggregatorWindowsFired,
+		lateFirings:     b.WindowAggregatorLateFirings,
+		emitFailures:    b.WindowAggregatorEmitFailures,
+		pointsDropped:   b.WindowAggregatorDroppedPoints,
+		checkpoints:     b.WindowAggregatorCheckpoints,
+		activeSeries:    b.WindowAggregatorActiveSeries,
+		overflowActive:  b.WindowAggregatorOverflowSeries,
+		watermarkLag:    b.WindowAggregatorWatermarkLag,
+		pendingBatches:  b.WindowAggregatorPendingBatches,
+	}, nil
 }
 
-// observe registers the callback that reads the gauges from the shared state.
-func (t *telemetry) observe(mp metric.MeterProvider, s *shared) error {
-	m := mp.Meter("github.com/windowaggregator/windowaggregator")
-	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+// observe registers the callback that reads the observable instruments from the shared state: one
+// callback for all of them, so that the engine's Stats are read once per collection (the builder's
+// Register...Callback would register one callback, and read Stats once, per instrument).
+func (t *telemetry) observe(s *shared) error {
+	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := s.engine.Stats()
 		o.ObserveInt64(t.windowsFired, int64(st.WindowsFired))
 		o.ObserveInt64(t.lateFirings, int64(st.LateFirings))
@@ -169,4 +164,5 @@ func (t *telemetry) shutdown() {
 	if t.registration != nil {
 		_ = t.registration.Unregister()
 	}
+	t.builder.Shutdown()
 }
