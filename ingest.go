@@ -13,20 +13,43 @@ import (
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-// Late-data reasons, as counter attributes and as the value of the late-reason attribute.
-const (
-	reasonExpired = "expired"
-	reasonFuture  = "future"
-	reasonInvalid = "invalid"
+// The late-data reasons, as counter attributes and as the value of the late-reason attribute, are
+// the names of the verdicts.
+var (
+	reasonExpired = stream.Expired.String()
+	reasonFuture  = stream.Future.String()
+	reasonInvalid = stream.Invalid.String()
 )
 
+// outcome is what became of one record of an ingest call, in one encoding for the engine's verdicts,
+// the counters and the late-routing attribute: unmatched (no aggregation selects it), or one plus
+// the worst verdict of the aggregations that judged it (stream.Verdict is ordered on time, late
+// update, expired, future, invalid).
+type outcome uint8
+
+const unmatched outcome = 0
+
+// numVerdicts sizes the tables indexed by verdict; Invalid is the last.
+const numVerdicts = int(stream.Invalid) + 1
+
+func outcomeOf(v stream.Verdict) outcome { return outcome(v) + 1 }
+
+// verdict returns the record's worst verdict; ok is false for an unmatched record.
+func (o outcome) verdict() (v stream.Verdict, ok bool) { return stream.Verdict(o - 1), o != unmatched }
+
+// late reports whether the record is late data: not aggregated, routed or counted by reason.
+func (o outcome) late() bool {
+	v, ok := o.verdict()
+	return ok && !v.Aggregated()
+}
+
 // scratch is what one ingest call reuses: the series-key buffer, the record view with its cache, the
-// state of each record, the watermark each expired record was judged by, the source-key buffer, and
-// the run itself.
+// outcome of each record, the watermark each expired record was judged by, the source-key buffer,
+// and the run itself.
 type scratch struct {
 	key       serieskey.Builder
 	view      recordView
-	state     []uint8
+	state     []outcome
 	judgedBy  []int64 // by record; filled only once a record of the call has expired
 	sourceKey []byte
 	run       ingestRun
@@ -50,21 +73,11 @@ func (sc *scratch) release() {
 type tally struct {
 	aggregated, lateUpdated, unmatched int64
 	truncated                          int64
-	aheadOfClock                       int64          // records stamped after the collector's clock, within max_future_skew
-	sharedSource                       int64          // records of sources past max_sources
-	late                               [numLate]int64 // by lateExpired, lateFuture, lateInvalid
+	aheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
+	sharedSource                       int64              // records of sources past max_sources
+	late                               [numVerdicts]int64 // by verdict: expired, future, invalid
 	values                             [numValueReasons]int64
 }
-
-// Late reasons by index, for the tally and the record states.
-const (
-	lateExpired = iota
-	lateFuture
-	lateInvalid
-	numLate
-)
-
-var lateReasons = [numLate]string{lateExpired: reasonExpired, lateFuture: reasonFuture, lateInvalid: reasonInvalid}
 
 // report adds the tally to the counters; action is what happened to late records.
 func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
@@ -78,10 +91,10 @@ func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 	if t.unmatched > 0 {
 		tel.records.Add(ctx, t.unmatched, attrOutcomeUnmatched...)
 	}
-	for i, n := range t.late {
+	for v, n := range t.late {
 		if n > 0 {
 			tel.records.Add(ctx, n, attrOutcomeLate...)
-			tel.late.Add(ctx, n, lateOptions[i][action]...)
+			tel.late.Add(ctx, n, lateOptions[v][action]...)
 		}
 	}
 	if t.truncated > 0 {
@@ -100,35 +113,22 @@ func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 	}
 }
 
-// Record states: one byte per record of an ingest call, filled by stage and by the batch's Apply.
-const (
-	stMatched     uint8  = 1 << iota // some aggregation selects the record
-	stLateUpdated                    // added to a window that had fired
-	stReasonShift = iota             // the bits from here: 1 + index in lateReasons, or 0 when not late
-)
-
-func reasonState(i int) uint8 { return uint8(i+1) << stReasonShift }
-
 // stage runs the view's record through the aggregations that select it: each gets the record staged
-// in the batch, unless the record's time is invalid or in the future. The record's state is settled by
-// apply.
+// in the batch, unless the record's time is invalid or in the future. The record's outcome is settled
+// by apply.
 func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 	tag := int32(len(run.sc.state))
 	r, kb, b := &run.sc.view, &run.sc.key, run.b
-	st := uint8(0)
+	st := unmatched
 	for _, a := range aggs {
 		if !a.matches(r) {
 			continue
 		}
-		if st == 0 {
-			st = stMatched
-			if check := b.Check(t); check != stream.OnTime {
-				if check == stream.Future {
-					st |= reasonState(lateFuture)
-				} else {
-					st |= reasonState(lateInvalid)
-				}
-				break
+		if st == unmatched {
+			check := b.Check(t)
+			st = outcomeOf(check)
+			if check != stream.OnTime {
+				break // future or invalid: staged for no aggregation
 			}
 			if t > run.now {
 				run.tl.aheadOfClock++ // aggregated, but W does not follow it past the clock
@@ -144,36 +144,35 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 	run.sc.state = append(run.sc.state, st)
 }
 
-// apply adds the staged records and settles every record's state: a record is late (expired) if some
-// aggregation found it expired, late-updated if some added it to a window that had fired.
+// apply adds the staged records and settles every record's outcome, the worst verdict of its
+// aggregations: expired if some aggregation found it expired, a late update if some added it to a
+// window that had fired.
 func (run *ingestRun) apply() {
 	sc := run.sc
 	state := sc.state
 	run.b.Apply(func(tag int32, vd stream.Verdict, w int64) {
-		switch vd {
-		case stream.Expired:
-			state[tag] |= reasonState(lateExpired)
+		state[tag] = max(state[tag], outcomeOf(vd))
+		if vd == stream.Expired {
 			if len(sc.judgedBy) == 0 {
 				sc.judgedBy = append(sc.judgedBy, make([]int64, len(state))...)
 			}
 			// A record is expired for every aggregation that judged it so; keep the greatest W.
 			sc.judgedBy[tag] = max(sc.judgedBy[tag], w)
-		case stream.LateUpdate:
-			state[tag] |= stLateUpdated
 		}
 	})
 	tl := &run.tl
 	for _, st := range state {
+		v, matched := st.verdict()
 		switch {
-		case st == 0:
+		case !matched:
 			tl.unmatched++
-		case st>>stReasonShift != 0:
-			tl.late[st>>stReasonShift-1]++
-			run.anyLate = true
-		case st&stLateUpdated != 0:
+		case v == stream.OnTime:
+			tl.aggregated++
+		case v == stream.LateUpdate:
 			tl.lateUpdated++
 		default:
-			tl.aggregated++
+			tl.late[v]++
+			run.anyLate = true
 		}
 	}
 }
@@ -181,14 +180,15 @@ func (run *ingestRun) apply() {
 // lateReason returns the late reason of record i of the call, or "", and the watermark it was judged
 // by: for an expired record the one its aggregations found it expired under, else the batch's.
 func (run *ingestRun) lateReason(i int) (string, int64) {
-	r := run.sc.state[i] >> stReasonShift
-	if r == 0 {
+	st := run.sc.state[i]
+	if !st.late() {
 		return "", 0
 	}
-	if r-1 == lateExpired && i < len(run.sc.judgedBy) && run.sc.judgedBy[i] != 0 {
-		return lateReasons[r-1], run.sc.judgedBy[i]
+	v, _ := st.verdict()
+	if v == stream.Expired && i < len(run.sc.judgedBy) && run.sc.judgedBy[i] != 0 {
+		return v.String(), run.sc.judgedBy[i]
 	}
-	return lateReasons[r-1], run.b.Watermark()
+	return v.String(), run.b.Watermark()
 }
 
 // setSource names the source of the resource's records for the engine, by the values of the

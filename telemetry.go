@@ -81,10 +81,10 @@ var lateActionNames = [numLateActions]string{lateDropped: "dropped", lateRouted:
 // The options of the counters that every batch may touch, built once (see outcomeOption): by late
 // reason and action, and by value reason.
 var (
-	lateOptions = func() (o [numLate][numLateActions][]metric.AddOption) {
-		for i, reason := range lateReasons {
+	lateOptions = func() (o [numVerdicts][numLateActions][]metric.AddOption) {
+		for v := range o {
 			for j, action := range lateActionNames {
-				o[i][j] = []metric.AddOption{lateAttrs(reason, action)}
+				o[v][j] = []metric.AddOption{lateAttrs(stream.Verdict(v).String(), action)}
 			}
 		}
 		return o
