@@ -14,11 +14,11 @@ import (
 	"math"
 )
 
-// Kind is the type of a group-by value.
+// Kind is the type of a group-by value; the zero Kind is that of a value Builder.Absent appended.
 type Kind uint8
 
 const (
-	Absent Kind = iota // the record has no such key
+	absent Kind = iota // the record has no such key
 	Str
 	Int
 	Double
@@ -49,7 +49,7 @@ func (b *Builder) Key() []byte { return b.buf }
 func (b *Builder) tag(k Kind, s Source) { b.buf = append(b.buf, byte(k)|byte(s)<<4) }
 
 // Absent appends a missing value.
-func (b *Builder) Absent() { b.tag(Absent, Record) }
+func (b *Builder) Absent() { b.tag(absent, Record) }
 
 // Str appends a string value.
 func (b *Builder) Str(s Source, v string) {
@@ -101,8 +101,8 @@ type Value struct {
 	Bool   bool
 }
 
-// ErrCorrupt is returned for a key that this package did not write.
-var ErrCorrupt = errors.New("serieskey: corrupt key")
+// errCorrupt is returned for a key that this package did not write.
+var errCorrupt = errors.New("serieskey: corrupt key")
 
 // Decode calls fn with the position and value of every entry of key.
 func Decode(key string, fn func(i int, v Value)) error {
@@ -111,41 +111,41 @@ func Decode(key string, fn func(i int, v Value)) error {
 		key = key[1:]
 		v := Value{Kind: Kind(t & 0x0f), Source: Source(t >> 4)}
 		if v.Source > Resource {
-			return ErrCorrupt
+			return errCorrupt
 		}
 		switch v.Kind {
-		case Absent:
+		case absent:
 			if v.Source != Record { // Builder.Absent writes no source
-				return ErrCorrupt
+				return errCorrupt
 			}
 		case Str, Bytes:
 			n, w := binary.Uvarint([]byte(key[:min(len(key), binary.MaxVarintLen64)]))
 			if w <= 0 || n > uint64(len(key)-w) {
-				return ErrCorrupt
+				return errCorrupt
 			}
 			v.Str = key[w : w+int(n)]
 			key = key[w+int(n):]
 		case Int:
 			n, w := binary.Varint([]byte(key[:min(len(key), binary.MaxVarintLen64)]))
 			if w <= 0 {
-				return ErrCorrupt
+				return errCorrupt
 			}
 			v.Int = n
 			key = key[w:]
 		case Double:
 			if len(key) < 8 {
-				return ErrCorrupt
+				return errCorrupt
 			}
 			v.Double = math.Float64frombits(binary.LittleEndian.Uint64([]byte(key[:8])))
 			key = key[8:]
 		case Bool:
 			if len(key) < 1 || key[0] > 1 {
-				return ErrCorrupt
+				return errCorrupt
 			}
 			v.Bool = key[0] == 1
 			key = key[1:]
 		default:
-			return ErrCorrupt
+			return errCorrupt
 		}
 		fn(i, v)
 	}

@@ -18,7 +18,7 @@ func TestRoundTripKeepsTypesAndSources(t *testing.T) {
 	b.Str(Record, "")
 	want := []Value{
 		{Kind: Str, Source: Record, Str: "GET"},
-		{Kind: Absent},
+		{Kind: absent},
 		{Kind: Int, Source: Resource, Int: -42},
 		{Kind: Double, Source: Scope, Double: 2.5},
 		{Kind: Bool, Source: Record, Bool: true},
@@ -123,7 +123,7 @@ func FuzzDecode(f *testing.F) {
 		var re Builder
 		if err := Decode(key, func(_ int, v Value) {
 			switch v.Kind {
-			case Absent:
+			case absent:
 				re.Absent()
 			case Str:
 				re.Str(v.Source, v.Str)

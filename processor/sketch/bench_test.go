@@ -19,8 +19,8 @@ func BenchmarkInsert(b *testing.B) {
 	}
 	b.StopTimer()
 	m := fill(New(DefaultScale, DefaultMaxBuckets), latency(rand.New(rand.NewPCG(3, 4)), 1000, 1))
-	b.ReportMetric(float64(m.MemoryBytes()), "bytes/histogram")
-	b.ReportMetric(float64(len(m.AppendPositiveCounts(nil))), "buckets/histogram")
+	b.ReportMetric(float64(m.memoryBytes()), "bytes/histogram")
+	b.ReportMetric(float64(len(m.appendPositiveCounts(nil))), "buckets/histogram")
 	b.ReportMetric(float64(len(m.AppendBinary(nil))), "encoded-bytes/histogram")
 }
 
@@ -51,20 +51,20 @@ func mergeOperands() (*Histogram, *Histogram) {
 // (counters widen as the accumulator grows, like a long window).
 func BenchmarkMerge(b *testing.B) {
 	a, c := mergeOperands()
-	dst := a.Clone()
+	dst := a.clone()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		dst.Merge(c)
 	}
-	b.ReportMetric(float64(len(c.AppendPositiveCounts(nil))), "buckets")
+	b.ReportMetric(float64(len(c.appendPositiveCounts(nil))), "buckets")
 }
 
 // BenchmarkCopyMerge is CopyFrom of one ~300-bucket histogram then Merge of
 // another, into a pooled target (the 1-byte counter fast path).
 func BenchmarkCopyMerge(b *testing.B) {
 	a, c := mergeOperands()
-	dst := a.Clone()
+	dst := a.clone()
 	dst.Merge(c)
 	b.ReportAllocs()
 	b.ResetTimer()

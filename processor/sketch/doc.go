@@ -56,12 +56,12 @@
 // coarser scale (the argument is never modified; its indices are shifted on
 // the fly) and is exact: the result equals, bucket for bucket, the histogram
 // of the union of the inserted values at that scale. Scales never go below
-// MinScale (-10), where any set of finite values fits in 3 buckets.
+// minScale (-10), where any set of finite values fits in 3 buckets.
 //
 // # Encoding
 //
 // AppendBinary writes a compact, versioned encoding: a version byte
-// (EncodingVersion = 1), scales and counts as varints, sum/min/max as raw
+// (encodingVersion = 1), scales and counts as varints, sum/min/max as raw
 // float64 bits, then each sign's offset, length and trimmed counts as
 // uvarints. UnmarshalBinary returns the number of bytes consumed so
 // encodings can be embedded in larger streams, validates every field (range

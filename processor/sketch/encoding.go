@@ -7,7 +7,7 @@ import (
 	"math"
 )
 
-// EncodingVersion is the first byte written by AppendBinary.
+// encodingVersion is the first byte written by AppendBinary.
 //
 // Version 1 layout (varint = zig-zag signed, uvarint = unsigned LEB128, as in
 // encoding/binary; f64 = IEEE-754 bits, 8 bytes little-endian):
@@ -23,14 +23,14 @@ import (
 //	  varint   offset (index of the first count; 0 when there are none)
 //	  uvarint  number of counts
 //	  uvarint  each count (first and last non-zero)
-const EncodingVersion = 1
+const encodingVersion = 1
 
-// ErrCorrupt is wrapped by every UnmarshalBinary error about malformed input.
-var ErrCorrupt = errors.New("sketch: corrupt histogram encoding")
+// errCorrupt is wrapped by every UnmarshalBinary error about malformed input.
+var errCorrupt = errors.New("sketch: corrupt histogram encoding")
 
 // AppendBinary appends the versioned binary encoding of h to dst.
 func (h *Histogram) AppendBinary(dst []byte) []byte {
-	dst = append(dst, EncodingVersion)
+	dst = append(dst, encodingVersion)
 	dst = binary.AppendVarint(dst, int64(h.initScale))
 	dst = binary.AppendVarint(dst, int64(h.scale))
 	dst = binary.AppendUvarint(dst, uint64(h.maxBuckets))
@@ -68,7 +68,7 @@ type decoder struct {
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s%s", ErrCorrupt, d.ctx, fmt.Sprintf(format, args...))
+		d.err = fmt.Errorf("%w: %s%s", errCorrupt, d.ctx, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -170,13 +170,13 @@ func (d *decoder) side(what string, scale int32, maxBuckets int) side {
 // UnmarshalBinary decodes one histogram encoded by AppendBinary from the
 // front of b into h (replacing its contents and configuration, reusing its
 // bucket capacity) and returns the number of bytes consumed, so encodings can
-// be concatenated. Malformed input yields an error wrapping ErrCorrupt (or
+// be concatenated. Malformed input yields an error wrapping errCorrupt (or
 // an unsupported-version error) and leaves h unchanged; it never panics.
 func (h *Histogram) UnmarshalBinary(b []byte) (int, error) {
 	if len(b) == 0 {
-		return 0, fmt.Errorf("%w: empty input", ErrCorrupt)
+		return 0, fmt.Errorf("%w: empty input", errCorrupt)
 	}
-	if b[0] != EncodingVersion {
+	if b[0] != encodingVersion {
 		return 0, fmt.Errorf("sketch: unsupported histogram encoding version %d", b[0])
 	}
 	d := decoder{b: b, off: 1}
@@ -188,14 +188,14 @@ func (h *Histogram) UnmarshalBinary(b []byte) (int, error) {
 	if d.err != nil {
 		return 0, d.err
 	}
-	if initScale < int64(MinScale) || initScale > int64(MaxScale) {
-		return 0, fmt.Errorf("%w: initial scale %d out of range", ErrCorrupt, initScale)
+	if initScale < int64(minScale) || initScale > int64(maxScale) {
+		return 0, fmt.Errorf("%w: initial scale %d out of range", errCorrupt, initScale)
 	}
-	if scale < int64(MinScale) || scale > initScale {
-		return 0, fmt.Errorf("%w: scale %d out of range", ErrCorrupt, scale)
+	if scale < int64(minScale) || scale > initScale {
+		return 0, fmt.Errorf("%w: scale %d out of range", errCorrupt, scale)
 	}
-	if maxBuckets < MinMaxBuckets || maxBuckets > MaxMaxBuckets {
-		return 0, fmt.Errorf("%w: maxBuckets %d out of range", ErrCorrupt, maxBuckets)
+	if maxBuckets < minMaxBuckets || maxBuckets > maxMaxBuckets {
+		return 0, fmt.Errorf("%w: maxBuckets %d out of range", errCorrupt, maxBuckets)
 	}
 	var sum float64
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -214,7 +214,7 @@ func (h *Histogram) UnmarshalBinary(b []byte) (int, error) {
 	}
 	total := zero + pos.total
 	if total < zero || total+neg.total < total || total+neg.total != count {
-		return 0, fmt.Errorf("%w: bucket counts do not add up to count %d", ErrCorrupt, count)
+		return 0, fmt.Errorf("%w: bucket counts do not add up to count %d", errCorrupt, count)
 	}
 
 	h.configure(int32(initScale), int(maxBuckets))

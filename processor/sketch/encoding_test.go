@@ -17,7 +17,7 @@ func sampleHistograms() []*Histogram {
 	hs = append(hs, fill(New(DefaultScale, 32), mixedValues(rng, 3000, 4)))
 	hs = append(hs, fill(New(-3, 8), mixedValues(rng, 100, 20)))
 	hs = append(hs, fill(New(14, DefaultMaxBuckets), []float64{1e-9, 1e-9 * 1.0001, -2}))
-	hs = append(hs, fill(New(MaxScale, MinMaxBuckets), []float64{math.MaxFloat64, -math.SmallestNonzeroFloat64}))
+	hs = append(hs, fill(New(maxScale, minMaxBuckets), []float64{math.MaxFloat64, -math.SmallestNonzeroFloat64}))
 	hs = append(hs, withCount(10, 6_000_000_000))
 	big := withCount(0.001, 70000)
 	big.Insert(-5)
@@ -43,14 +43,14 @@ func TestEncodingRoundTrip(t *testing.T) {
 			t.Fatalf("histogram %d: consumed %d bytes, encoding has %d", i, n, len(h.AppendBinary(nil)))
 		}
 		off += n
-		if !d.Equal(h) || d.MaxBuckets() != h.MaxBuckets() || d.InitialScale() != h.InitialScale() {
+		if !d.equal(h) || d.maxBuckets != h.maxBuckets || d.initScale != h.initScale {
 			t.Fatalf("histogram %d: round trip differs", i)
 		}
 		// The decoded histogram keeps working like the original.
-		c := h.Clone()
+		c := h.clone()
 		c.Insert(3.25)
 		d.Insert(3.25)
-		if !d.Equal(c) {
+		if !d.equal(c) {
 			t.Fatalf("histogram %d: decoded histogram behaves differently", i)
 		}
 		if q1, q2 := d.Quantile(0.9), c.Quantile(0.9); math.Float64bits(q1) != math.Float64bits(q2) {
@@ -65,11 +65,11 @@ func TestEncodingRoundTrip(t *testing.T) {
 func TestEncodingCompact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	h := fill(New(DefaultScale, DefaultMaxBuckets), latency(rng, 1000, 1))
-	buckets := len(h.AppendPositiveCounts(nil))
+	buckets := len(h.appendPositiveCounts(nil))
 	if n := len(h.AppendBinary(nil)); n > buckets+48 {
 		t.Fatalf("encoding of %d buckets takes %d bytes", buckets, n)
 	}
-	if h.AppendBinary(nil)[0] != EncodingVersion {
+	if h.AppendBinary(nil)[0] != encodingVersion {
 		t.Fatal("version byte")
 	}
 }
@@ -88,7 +88,7 @@ func TestUnmarshalTruncated(t *testing.T) {
 
 func TestUnmarshalErrorsLeaveTargetUnchanged(t *testing.T) {
 	h := fill(New(DefaultScale, DefaultMaxBuckets), []float64{1, 2, 3, -4})
-	before := h.Clone()
+	before := h.clone()
 	bad := [][]byte{
 		nil,
 		{2},                                 // unknown version
@@ -106,10 +106,10 @@ func TestUnmarshalErrorsLeaveTargetUnchanged(t *testing.T) {
 		if err == nil {
 			t.Fatalf("case %d: no error", i)
 		}
-		if i > 1 && !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("case %d: %v does not wrap ErrCorrupt", i, err)
+		if i > 1 && !errors.Is(err, errCorrupt) {
+			t.Fatalf("case %d: %v does not wrap errCorrupt", i, err)
 		}
-		if !h.Equal(before) {
+		if !h.equal(before) {
 			t.Fatalf("case %d: failed unmarshal modified the target", i)
 		}
 	}
@@ -118,7 +118,7 @@ func TestUnmarshalErrorsLeaveTargetUnchanged(t *testing.T) {
 // header encodes version, scales 6/6, maxBuckets 4096, count, zero count and
 // sum/min/max = 1.
 func header(count, zero uint64) []byte {
-	b := []byte{EncodingVersion}
+	b := []byte{encodingVersion}
 	b = binary.AppendVarint(b, 6)
 	b = binary.AppendVarint(b, 6)
 	b = binary.AppendUvarint(b, 4096)
@@ -166,7 +166,7 @@ func TestUnmarshalGarbage(t *testing.T) {
 				b[j] = byte(rng.Uint32())
 			}
 			if len(b) > 0 && rng.IntN(2) == 0 {
-				b[0] = EncodingVersion
+				b[0] = encodingVersion
 			}
 		} else {
 			// Mutate a valid encoding.
@@ -194,7 +194,7 @@ func checkDecode(t *testing.T, d *Histogram, b []byte) {
 	enc := d.AppendBinary(nil)
 	var e Histogram
 	m, err := e.UnmarshalBinary(enc)
-	if err != nil || m != len(enc) || !e.Equal(d) {
+	if err != nil || m != len(enc) || !e.equal(d) {
 		t.Fatalf("re-decode: %v (%d/%d) of %x", err, m, len(enc), b)
 	}
 	_ = d.Quantile(0.5)

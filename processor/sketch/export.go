@@ -11,7 +11,7 @@ import (
 // quantiles.
 
 // ScaleFor returns the finest scale, at most h's, at which the occupied buckets of each sign span at
-// most maxBuckets indices (and at least MinScale).
+// most maxBuckets indices (and at least minScale).
 func (h *Histogram) ScaleFor(maxBuckets int) int32 {
 	maxBuckets = max(maxBuckets, 1)
 	k := int32(0)
@@ -20,7 +20,7 @@ func (h *Histogram) ScaleFor(maxBuckets int) int32 {
 		if !ok {
 			continue
 		}
-		for h.scale-k > MinScale && spanAt(lo, hi, uint(k)) > maxBuckets {
+		for h.scale-k > minScale && spanAt(lo, hi, uint(k)) > maxBuckets {
 			k++
 		}
 	}
@@ -65,6 +65,18 @@ func appendCountsAt(dst []uint64, b *buckets, k int32) (int32, []uint64) {
 		}
 	}
 	return int32(first), dst
+}
+
+// appendCounts appends the counts of b from its first to its last occupied bucket.
+func appendCounts(dst []uint64, b *buckets) []uint64 {
+	f, l, ok := b.usedRange()
+	if !ok {
+		return dst
+	}
+	for s := f; s <= l; s++ {
+		dst = append(dst, b.get(s))
+	}
+	return dst
 }
 
 // Lane masks for summing the bytes of a word in parallel.

@@ -57,7 +57,7 @@ func TestAppendCountsAtMatchesBruteForce(t *testing.T) {
 				if total != n {
 					t.Fatalf("seed %d max %d positive=%v: exported %d values, want %d", seed, maxBuckets, positive, total, n)
 				}
-				if len(got) > maxBuckets && s > MinScale {
+				if len(got) > maxBuckets && s > minScale {
 					t.Fatalf("seed %d: %d buckets at scale %d, max %d", seed, len(got), s, maxBuckets)
 				}
 				if len(got) > 0 && (got[0] == 0 || got[len(got)-1] == 0) {

@@ -3,7 +3,6 @@ package sketch
 import (
 	"encoding/binary"
 	"math"
-	"unsafe"
 )
 
 const (
@@ -15,10 +14,10 @@ const (
 	// indices per sign; beyond it the histogram downscales.
 	DefaultMaxBuckets = 4096
 
-	// MinMaxBuckets and MaxMaxBuckets bound the maxBuckets argument of New.
-	// With at least 4 buckets every pair of finite values fits at MinScale.
-	MinMaxBuckets = 4
-	MaxMaxBuckets = 1 << 20
+	// minMaxBuckets and maxMaxBuckets bound the maxBuckets argument of New.
+	// With at least 4 buckets every pair of finite values fits at minScale.
+	minMaxBuckets = 4
+	maxMaxBuckets = 1 << 20
 )
 
 // Histogram is a base-2 exponential histogram (OpenTelemetry data model)
@@ -44,8 +43,8 @@ type Histogram struct {
 }
 
 // New returns an empty histogram at the given scale (clamped to
-// [MinScale, MaxScale]) whose occupied index span per sign never exceeds
-// maxBuckets (clamped to [MinMaxBuckets, MaxMaxBuckets]).
+// [minScale, maxScale]) whose occupied index span per sign never exceeds
+// maxBuckets (clamped to [minMaxBuckets, maxMaxBuckets]).
 func New(scale int32, maxBuckets int) *Histogram {
 	h := &Histogram{}
 	h.configure(scale, maxBuckets)
@@ -54,8 +53,8 @@ func New(scale int32, maxBuckets int) *Histogram {
 }
 
 func (h *Histogram) configure(scale int32, maxBuckets int) {
-	scale = min(max(scale, MinScale), MaxScale)
-	maxBuckets = min(max(maxBuckets, MinMaxBuckets), MaxMaxBuckets)
+	scale = min(max(scale, minScale), maxScale)
+	maxBuckets = min(max(maxBuckets, minMaxBuckets), maxMaxBuckets)
 	h.initScale = scale
 	h.maxBuckets = int32(maxBuckets)
 	h.tbl = tableFor(scale)
@@ -226,7 +225,7 @@ func (h *Histogram) Merge(o *Histogram) {
 	}
 	h.mustBeConfigured()
 	if o == h {
-		o = h.Clone() // the only allocating case
+		o = h.clone() // the only allocating case
 	}
 	mb := int(h.maxBuckets)
 	target := min(h.scale, o.scale)
@@ -238,7 +237,7 @@ func (h *Histogram) Merge(o *Histogram) {
 		hnl, hnh, hn := h.neg.indexRange()
 		opl, oph, op := o.pos.indexRange()
 		onl, onh, on := o.neg.indexRange()
-		for target-int32(k) > MinScale {
+		for target-int32(k) > minScale {
 			if unionSpan(hpl, hph, hp, hd+k, opl, oph, op, od+k) <= mb &&
 				unionSpan(hnl, hnh, hn, hd+k, onl, onh, on, od+k) <= mb {
 				break
@@ -353,8 +352,8 @@ func addBytes(dst, src []byte) int {
 	return len(src)
 }
 
-// Clone returns a deep copy of h.
-func (h *Histogram) Clone() *Histogram {
+// clone returns a deep copy of h.
+func (h *Histogram) clone() *Histogram {
 	c := &Histogram{}
 	c.CopyFrom(h)
 	return c
@@ -412,92 +411,10 @@ func (h *Histogram) Max() float64 {
 // Scale returns the current scale.
 func (h *Histogram) Scale() int32 { return h.scale }
 
-// InitialScale returns the scale given to New, restored by Reset.
-func (h *Histogram) InitialScale() int32 { return h.initScale }
-
-// MaxBuckets returns the per-sign bucket span limit.
-func (h *Histogram) MaxBuckets() int { return int(h.maxBuckets) }
-
 // ZeroCount returns the number of recorded zeros.
 func (h *Histogram) ZeroCount() uint64 { return h.zeroCount }
 
-// PositiveOffset returns the index of the first non-empty positive bucket
-// (0 when there is none), matching AppendPositiveCounts.
-func (h *Histogram) PositiveOffset() int32 { return offsetOf(&h.pos) }
-
-// NegativeOffset returns the index of the first non-empty negative bucket
-// (0 when there is none), matching AppendNegativeCounts.
-func (h *Histogram) NegativeOffset() int32 { return offsetOf(&h.neg) }
-
-func offsetOf(b *buckets) int32 {
-	f, _, ok := b.usedRange()
-	if !ok {
-		return 0
-	}
-	return int32(f) + b.lo
-}
-
-// AppendPositiveCounts appends the positive bucket counts from
-// PositiveOffset to the last non-empty bucket (the OpenTelemetry dense
-// representation: first and last appended counts are non-zero).
-func (h *Histogram) AppendPositiveCounts(dst []uint64) []uint64 {
-	return appendCounts(dst, &h.pos)
-}
-
-// AppendNegativeCounts is AppendPositiveCounts for the negative buckets
-// (indexed by absolute value).
-func (h *Histogram) AppendNegativeCounts(dst []uint64) []uint64 {
-	return appendCounts(dst, &h.neg)
-}
-
-func appendCounts(dst []uint64, b *buckets) []uint64 {
-	f, l, ok := b.usedRange()
-	if !ok {
-		return dst
-	}
-	for s := f; s <= l; s++ {
-		dst = append(dst, b.get(s))
-	}
-	return dst
-}
-
-// MemoryBytes returns the heap bytes held by h: the struct plus the capacity
-// of both bucket arrays. The shared, read-only index tables are not counted.
-func (h *Histogram) MemoryBytes() int {
-	return int(unsafe.Sizeof(*h)) + cap(h.pos.data) + cap(h.neg.data)
-}
-
-// Equal reports whether h and o hold the same data: scale, count, zero
-// count, sum, min, max (bit for bit) and bucket counts. Configuration
-// (initial scale, maxBuckets) and memory layout are not compared.
-func (h *Histogram) Equal(o *Histogram) bool {
-	if h.scale != o.scale || h.count != o.count || h.zeroCount != o.zeroCount ||
-		math.Float64bits(h.sum) != math.Float64bits(o.sum) ||
-		math.Float64bits(h.Min()) != math.Float64bits(o.Min()) ||
-		math.Float64bits(h.Max()) != math.Float64bits(o.Max()) {
-		return false
-	}
-	return bucketsEqual(&h.pos, &o.pos) && bucketsEqual(&h.neg, &o.neg)
-}
-
-func bucketsEqual(a, b *buckets) bool {
-	af, al, aok := a.indexRange()
-	bf, bl, bok := b.indexRange()
-	if aok != bok || af != bf || al != bl {
-		return false
-	}
-	if !aok {
-		return true
-	}
-	for i := af; i <= al; i++ {
-		if a.get(i-int(a.lo)) != b.get(i-int(b.lo)) {
-			return false
-		}
-	}
-	return true
-}
-
-// Quantile estimates the nearest-rank quantile x_k, k = NearestRank(q, n), of
+// Quantile estimates the nearest-rank quantile x_k, k = nearestRank(q, n), of
 // the n recorded values x_0..x_{n-1} sorted ascending: the least value with at
 // least a share q of the values at or below it; q is clamped to [0, 1] (NaN counts as 0).
 // It walks the negative buckets (most negative first), the zero count, then
@@ -514,7 +431,7 @@ func (h *Histogram) Quantile(q float64) float64 {
 	} else if q > 1 {
 		q = 1
 	}
-	rank := NearestRank(q, h.count)
+	rank := nearestRank(q, h.count)
 	// Walk from whichever end is nearer: rank r from the bottom is rank
 	// count-1-r from the top.
 	if rank >= h.count/2 {
@@ -613,24 +530,24 @@ func (h *Histogram) clamp(v float64) float64 {
 // computed as 2^(i*2^-scale) * 2base/(1+base) in log space to stay finite
 // for all in-range buckets at all scales.
 func (h *Histogram) bucketMid(i int) float64 {
-	return math.Exp2(lowerBoundLog2(i, h.scale) + midLog2[h.scale-MinScale])
+	return math.Exp2(lowerBoundLog2(i, h.scale) + midLog2[h.scale-minScale])
 }
 
-// midLog2 holds, for each scale s at index s-MinScale, log2(2*base/(1+base)) = 1 - log2(1 + 1/base),
+// midLog2 holds, for each scale s at index s-minScale, log2(2*base/(1+base)) = 1 - log2(1 + 1/base),
 // the distance in log space from a bucket's lower bound to its 2LU/(L+U): a constant of the scale.
-var midLog2 = func() (t [MaxScale - MinScale + 1]float64) {
-	for s := MinScale; s <= MaxScale; s++ {
+var midLog2 = func() (t [maxScale - minScale + 1]float64) {
+	for s := minScale; s <= maxScale; s++ {
 		lb := math.Ldexp(1, -int(s)) // log2(base)
-		t[s-MinScale] = 1 - math.Log1p(math.Exp2(-lb))/math.Ln2
+		t[s-minScale] = 1 - math.Log1p(math.Exp2(-lb))/math.Ln2
 	}
 	return t
 }()
 
-// NearestRank returns the 0-based rank k = ceil(q*n) - 1 of the nearest-rank
+// nearestRank returns the 0-based rank k = ceil(q*n) - 1 of the nearest-rank
 // quantile q among n sorted values, clamped to [0, n-1]. A relative slack of
 // 1e-9 keeps products such as 0.99*100, which float64 computes a hair above 99,
 // on the intended rank.
-func NearestRank(q float64, n uint64) uint64 {
+func nearestRank(q float64, n uint64) uint64 {
 	if n == 0 || !(q > 0) {
 		return 0
 	}

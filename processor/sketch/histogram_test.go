@@ -64,7 +64,7 @@ func refSpanFits(vals []float64, scale int32, maxBuckets int) bool {
 // at which all values fit maxBuckets.
 func refScale(vals []float64, init int32, maxBuckets int) int32 {
 	s := init
-	for s > MinScale && !refSpanFits(vals, s, maxBuckets) {
+	for s > minScale && !refSpanFits(vals, s, maxBuckets) {
 		s--
 	}
 	return s
@@ -77,11 +77,11 @@ func checkAgainstRef(t *testing.T, h *Histogram, vals []float64) {
 	r := newRef(vals, h.Scale())
 	po, pc := dense(r.pos)
 	no, nc := dense(r.neg)
-	if got := h.AppendPositiveCounts(nil); !slices.Equal(got, pc) || h.PositiveOffset() != po {
-		t.Fatalf("positive: offset %d counts %v, want offset %d counts %v", h.PositiveOffset(), got, po, pc)
+	if got := h.appendPositiveCounts(nil); !slices.Equal(got, pc) || h.positiveOffset() != po {
+		t.Fatalf("positive: offset %d counts %v, want offset %d counts %v", h.positiveOffset(), got, po, pc)
 	}
-	if got := h.AppendNegativeCounts(nil); !slices.Equal(got, nc) || h.NegativeOffset() != no {
-		t.Fatalf("negative: offset %d counts %v, want offset %d counts %v", h.NegativeOffset(), got, no, nc)
+	if got := h.appendNegativeCounts(nil); !slices.Equal(got, nc) || h.negativeOffset() != no {
+		t.Fatalf("negative: offset %d counts %v, want offset %d counts %v", h.negativeOffset(), got, no, nc)
 	}
 	if h.ZeroCount() != r.zero {
 		t.Fatalf("zero count %d, want %d", h.ZeroCount(), r.zero)
@@ -160,8 +160,8 @@ func TestEmpty(t *testing.T) {
 	if !math.IsNaN(h.Min()) || !math.IsNaN(h.Max()) || !math.IsNaN(h.Quantile(0.5)) {
 		t.Fatal("empty min/max/quantile must be NaN")
 	}
-	if h.PositiveOffset() != 0 || h.NegativeOffset() != 0 ||
-		len(h.AppendPositiveCounts(nil)) != 0 || len(h.AppendNegativeCounts(nil)) != 0 {
+	if h.positiveOffset() != 0 || h.negativeOffset() != 0 ||
+		len(h.appendPositiveCounts(nil)) != 0 || len(h.appendNegativeCounts(nil)) != 0 {
 		t.Fatal("empty buckets")
 	}
 }
@@ -169,13 +169,13 @@ func TestEmpty(t *testing.T) {
 func TestInsertRejectsNonFinite(t *testing.T) {
 	h := New(DefaultScale, DefaultMaxBuckets)
 	h.Insert(3)
-	before := h.Clone()
+	before := h.clone()
 	for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		if h.Insert(v) {
 			t.Fatalf("Insert(%v) accepted", v)
 		}
 	}
-	if !h.Equal(before) {
+	if !h.equal(before) {
 		t.Fatal("rejected insert changed the histogram")
 	}
 }
@@ -230,7 +230,7 @@ func TestQuantileAccuracy(t *testing.T) {
 		for _, q := range append(qs, 0, 0.25, 1) {
 			want := refQuantile(sorted, q)
 			got := h.Quantile(q)
-			// The documented bound at scale 6 is 0.54%; the brief asks 1%.
+			// The bound documented for scale 6 is 0.54%; the component promises its percentiles within 1%.
 			if math.Abs(got-want) > 0.0055*math.Abs(want) {
 				t.Errorf("%s n=%d q=%v: got %v want %v (rel err %.3g)", ds.name, len(ds.vals), q, got, want, math.Abs(got-want)/math.Abs(want))
 			}
@@ -275,7 +275,7 @@ func TestQuantileModel(t *testing.T) {
 		h := fill(New(scale, maxB), vals)
 		byRank := referenceQuantiles(vals, h.Scale())
 		for _, q := range []float64{0, 0.1, 0.5, 0.9, 0.99, 1} {
-			want := byRank[NearestRank(q, uint64(n))]
+			want := byRank[nearestRank(q, uint64(n))]
 			got := h.Quantile(q)
 			if math.Abs(got-want) > 1e-12*math.Abs(want) {
 				t.Fatalf("iter %d scale %d q=%v: got %v want %v", iter, h.Scale(), q, got, want)
@@ -287,7 +287,7 @@ func TestQuantileModel(t *testing.T) {
 func TestDownscaleOnInsert(t *testing.T) {
 	rng := rand.New(rand.NewPCG(77, 1))
 	for iter := 0; iter < 60; iter++ {
-		maxB := MinMaxBuckets + rng.IntN(40)
+		maxB := minMaxBuckets + rng.IntN(40)
 		init := int32(rng.IntN(12)) - 2
 		n := 1 + rng.IntN(400)
 		vals := make([]float64, n)
@@ -315,15 +315,15 @@ func TestDownscaleOnInsert(t *testing.T) {
 func TestDownscaleExtremes(t *testing.T) {
 	// The full float64 range in 4 buckets: only the coarsest scales fit.
 	vals := []float64{math.SmallestNonzeroFloat64, math.MaxFloat64, -math.SmallestNonzeroFloat64, -math.MaxFloat64, 1, -1, 0}
-	h := fill(New(MaxScale, MinMaxBuckets), vals)
+	h := fill(New(maxScale, minMaxBuckets), vals)
 	// The reference search starts at scale 8 (big.Int powers at scale 20 are
 	// too slow); the span only grows with the scale, so the answer is the same.
-	if want := refScale(vals, 8, MinMaxBuckets); h.Scale() != want || want >= 8 {
+	if want := refScale(vals, 8, minMaxBuckets); h.Scale() != want || want >= 8 {
 		t.Fatalf("scale %d, want %d", h.Scale(), want)
 	}
 	checkAgainstRef(t, h, vals)
 	h.Reset()
-	if h.Scale() != MaxScale || h.Count() != 0 {
+	if h.Scale() != maxScale || h.Count() != 0 {
 		t.Fatal("Reset did not restore the initial scale")
 	}
 }
@@ -338,8 +338,8 @@ func TestCounterWidening(t *testing.T) {
 		}
 		h.Insert(1e6)
 		idx := refIndex(42.42, DefaultScale)
-		counts := h.AppendPositiveCounts(nil)
-		if got := counts[idx-int(h.PositiveOffset())]; got != uint64(n) {
+		counts := h.appendPositiveCounts(nil)
+		if got := counts[idx-int(h.positiveOffset())]; got != uint64(n) {
 			t.Fatalf("n=%d: count %d", n, got)
 		}
 		if sum := sumU(counts); sum != uint64(n+2) {
@@ -391,21 +391,21 @@ func TestCounterWidening8Bytes(t *testing.T) {
 	if a.pos.wlog != 3 {
 		t.Fatalf("merge did not widen to 8 bytes: %d", 1<<a.pos.wlog)
 	}
-	if got := a.AppendPositiveCounts(nil); len(got) != 1 || got[0] != 6_000_000_000 || a.Count() != 6_000_000_000 {
+	if got := a.appendPositiveCounts(nil); len(got) != 1 || got[0] != 6_000_000_000 || a.Count() != 6_000_000_000 {
 		t.Fatalf("counts %v count %d", got, a.Count())
 	}
 	// Insert into a full 4-byte counter widens to 8.
 	c := withCount(10, math.MaxUint32)
 	c.Insert(10)
-	if got := c.AppendPositiveCounts(nil); got[0] != math.MaxUint32+1 || c.pos.wlog != 3 {
+	if got := c.appendPositiveCounts(nil); got[0] != math.MaxUint32+1 || c.pos.wlog != 3 {
 		t.Fatalf("counts %v width %d", got, 1<<c.pos.wlog)
 	}
 	c.Insert(10)
-	if got := c.AppendPositiveCounts(nil); got[0] != math.MaxUint32+2 {
+	if got := c.appendPositiveCounts(nil); got[0] != math.MaxUint32+2 {
 		t.Fatalf("counts %v", got)
 	}
 	// A downscale that merges large counters widens before merging.
-	d := New(DefaultScale, MinMaxBuckets)
+	d := New(DefaultScale, minMaxBuckets)
 	for range 200 {
 		d.Insert(1.001)
 		d.Insert(1.02)
@@ -425,24 +425,24 @@ func TestResetAndCopyFrom(t *testing.T) {
 	if h.Scale() == DefaultScale {
 		t.Fatal("expected a downscale")
 	}
-	memBefore := h.MemoryBytes()
+	memBefore := h.memoryBytes()
 	h.Reset()
-	if h.Scale() != DefaultScale || h.Count() != 0 || !math.IsNaN(h.Min()) || len(h.AppendPositiveCounts(nil)) != 0 {
+	if h.Scale() != DefaultScale || h.Count() != 0 || !math.IsNaN(h.Min()) || len(h.appendPositiveCounts(nil)) != 0 {
 		t.Fatal("Reset did not empty")
 	}
-	if h.MemoryBytes() != memBefore {
-		t.Fatalf("Reset changed capacity %d -> %d", memBefore, h.MemoryBytes())
+	if h.memoryBytes() != memBefore {
+		t.Fatalf("Reset changed capacity %d -> %d", memBefore, h.memoryBytes())
 	}
 	fill(h, vals)
 	checkAgainstRef(t, h, vals)
 
 	var c Histogram // zero value works as a CopyFrom target
 	c.CopyFrom(h)
-	if !c.Equal(h) || c.MaxBuckets() != 64 || c.InitialScale() != DefaultScale {
+	if !c.equal(h) || c.maxBuckets != 64 || c.initScale != DefaultScale {
 		t.Fatal("CopyFrom not equal")
 	}
 	c.Insert(5)
-	if c.Equal(h) {
+	if c.equal(h) {
 		t.Fatal("copy shares state with the original")
 	}
 	d := fill(New(2, 10), []float64{1, 2, 3})
@@ -499,9 +499,9 @@ func TestAllocs(t *testing.T) {
 func TestMemoryCompact(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	h := fill(New(DefaultScale, DefaultMaxBuckets), latency(rng, 1000, 1))
-	span := len(h.AppendPositiveCounts(nil))
-	if m := h.MemoryBytes(); m > 2*span+256 {
-		t.Fatalf("MemoryBytes %d for %d buckets", m, span)
+	span := len(h.appendPositiveCounts(nil))
+	if m := h.memoryBytes(); m > 2*span+256 {
+		t.Fatalf("memoryBytes %d for %d buckets", m, span)
 	}
 }
 
@@ -531,7 +531,7 @@ func TestZeroValuePanicsClearly(t *testing.T) {
 // and down, and checks after every insert that the scale is exactly the one
 // the reference requires (so the limit is neither exceeded nor undershot).
 func TestSpanLimitStepByStep(t *testing.T) {
-	for _, maxB := range []int{MinMaxBuckets, 5, 8, 16, 17, 100} {
+	for _, maxB := range []int{minMaxBuckets, 5, 8, 16, 17, 100} {
 		for _, dir := range []float64{1, -1} {
 			for _, sign := range []float64{1, -1} {
 				h := New(0, maxB)
@@ -559,8 +559,8 @@ func TestNearestRankHandComputed(t *testing.T) {
 		{0.99, 4, 3}, {0.5, 4, 1}, {0.5, 2, 0}, {0.5, 3, 1}, {0.99, 100, 98}, {0.999, 1000, 998},
 		{0.95, 20, 18}, {0, 10, 0}, {1, 10, 9}, {0.01, 10, 0}, {0.1, 10, 0}, {0.11, 10, 1}, {0.5, 1, 0},
 	} {
-		if got := NearestRank(c.q, c.n); got != c.want {
-			t.Errorf("NearestRank(%v, %d) = %d, want %d", c.q, c.n, got, c.want)
+		if got := nearestRank(c.q, c.n); got != c.want {
+			t.Errorf("nearestRank(%v, %d) = %d, want %d", c.q, c.n, got, c.want)
 		}
 	}
 }

@@ -9,12 +9,12 @@ import (
 )
 
 const (
-	// MinScale is the coarsest scale a Histogram can reach (base 2^1024),
+	// minScale is the coarsest scale a Histogram can reach (base 2^1024),
 	// the OpenTelemetry lower limit.
-	MinScale int32 = -10
-	// MaxScale is the finest scale accepted by New (base 2^(2^-20)), the
+	minScale int32 = -10
+	// maxScale is the finest scale accepted by New (base 2^(2^-20)), the
 	// OpenTelemetry upper limit.
-	MaxScale int32 = 20
+	maxScale int32 = 20
 
 	// maxTableScale is the finest scale whose index is computed with an exact
 	// precomputed boundary table; finer scales use math.Log.

@@ -155,10 +155,10 @@ func TestIndexViaHistogram(t *testing.T) {
 			h := New(s, DefaultMaxBuckets)
 			h.Insert(v)
 			h.Insert(-v)
-			if h.PositiveOffset() != int32(want) || h.NegativeOffset() != int32(want) {
-				t.Fatalf("scale %d, v=%v: offsets %d/%d, want %d", s, v, h.PositiveOffset(), h.NegativeOffset(), want)
+			if h.positiveOffset() != int32(want) || h.negativeOffset() != int32(want) {
+				t.Fatalf("scale %d, v=%v: offsets %d/%d, want %d", s, v, h.positiveOffset(), h.negativeOffset(), want)
 			}
-			if c := h.AppendPositiveCounts(nil); len(c) != 1 || c[0] != 1 {
+			if c := h.appendPositiveCounts(nil); len(c) != 1 || c[0] != 1 {
 				t.Fatalf("counts %v", c)
 			}
 		}
@@ -196,7 +196,7 @@ func TestIndexFineScales(t *testing.T) {
 }
 
 func TestIndexBounds(t *testing.T) {
-	for s := MinScale; s <= 8; s++ {
+	for s := minScale; s <= 8; s++ {
 		if got, want := minIndex(s), refIndex(math.SmallestNonzeroFloat64, s); got != want {
 			t.Errorf("minIndex(%d) = %d, want %d", s, got, want)
 		}
@@ -227,5 +227,5 @@ func TestTableBoundaries(t *testing.T) {
 // indexAt is the production index (Histogram.index, which Insert uses) of |v| for a histogram created
 // at the given scale.
 func indexAt(v float64, scale int32) int {
-	return New(scale, MaxMaxBuckets).index(math.Float64bits(v) &^ signMask)
+	return New(scale, maxMaxBuckets).index(math.Float64bits(v) &^ signMask)
 }

@@ -37,7 +37,7 @@ func TestMergeEqualsUnion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	for iter := 0; iter < 80; iter++ {
 		vals := mixedValues(rng, 1+rng.IntN(2000), 0.5+rng.Float64()*6)
-		maxB := []int{MinMaxBuckets, 16, 100, DefaultMaxBuckets}[rng.IntN(4)]
+		maxB := []int{minMaxBuckets, 16, 100, DefaultMaxBuckets}[rng.IntN(4)]
 		k := 1 + rng.IntN(6)
 		parts := split(rng, vals, k)
 		// Parts at different initial scales: merge must go to the coarsest.
@@ -66,9 +66,9 @@ func TestMergeEqualsUnion(t *testing.T) {
 		if union.Scale() != want {
 			t.Fatalf("iter %d: union scale %d, want %d", iter, union.Scale(), want)
 		}
-		if !slices.Equal(acc.AppendPositiveCounts(nil), union.AppendPositiveCounts(nil)) ||
-			!slices.Equal(acc.AppendNegativeCounts(nil), union.AppendNegativeCounts(nil)) ||
-			acc.PositiveOffset() != union.PositiveOffset() || acc.NegativeOffset() != union.NegativeOffset() {
+		if !slices.Equal(acc.appendPositiveCounts(nil), union.appendPositiveCounts(nil)) ||
+			!slices.Equal(acc.appendNegativeCounts(nil), union.appendNegativeCounts(nil)) ||
+			acc.positiveOffset() != union.positiveOffset() || acc.negativeOffset() != union.negativeOffset() {
 			t.Fatalf("iter %d: merged buckets differ from the union's", iter)
 		}
 		// Merging never modifies the argument.
@@ -85,23 +85,23 @@ func TestMergeAssociativeCommutative(t *testing.T) {
 		a := fill(New(int32(rng.IntN(8)), maxB), mixedValues(rng, rng.IntN(500), 3))
 		b := fill(New(int32(rng.IntN(8)), maxB), mixedValues(rng, rng.IntN(500), 1))
 		c := fill(New(int32(rng.IntN(8)), maxB), mixedValues(rng, rng.IntN(500), 5))
-		ab := a.Clone()
+		ab := a.clone()
 		ab.Merge(b)
-		abc1 := ab.Clone()
+		abc1 := ab.clone()
 		abc1.Merge(c) // (a+b)+c
-		bc := b.Clone()
+		bc := b.clone()
 		bc.Merge(c)
-		abc2 := a.Clone()
+		abc2 := a.clone()
 		abc2.Merge(bc) // a+(b+c)
-		abc3 := c.Clone()
+		abc3 := c.clone()
 		abc3.Merge(b)
 		abc3.Merge(a) // (c+b)+a
 		for _, x := range []*Histogram{abc2, abc3} {
 			if x.Scale() != abc1.Scale() || x.Count() != abc1.Count() || x.ZeroCount() != abc1.ZeroCount() ||
 				x.Min() != abc1.Min() || x.Max() != abc1.Max() ||
-				x.PositiveOffset() != abc1.PositiveOffset() || x.NegativeOffset() != abc1.NegativeOffset() ||
-				!slices.Equal(x.AppendPositiveCounts(nil), abc1.AppendPositiveCounts(nil)) ||
-				!slices.Equal(x.AppendNegativeCounts(nil), abc1.AppendNegativeCounts(nil)) {
+				x.positiveOffset() != abc1.positiveOffset() || x.negativeOffset() != abc1.negativeOffset() ||
+				!slices.Equal(x.appendPositiveCounts(nil), abc1.appendPositiveCounts(nil)) ||
+				!slices.Equal(x.appendNegativeCounts(nil), abc1.appendNegativeCounts(nil)) {
 				t.Fatalf("iter %d: merge order changes the result", iter)
 			}
 		}
@@ -114,10 +114,10 @@ func TestMergeEdgeCases(t *testing.T) {
 	h := fill(New(DefaultScale, DefaultMaxBuckets), vals)
 
 	// Empty argument: no change, not even of scale.
-	before := h.Clone()
-	h.Merge(New(-5, MinMaxBuckets))
+	before := h.clone()
+	h.Merge(New(-5, minMaxBuckets))
 	h.Merge(nil)
-	if !h.Equal(before) {
+	if !h.equal(before) {
 		t.Fatal("merging an empty histogram changed the receiver")
 	}
 

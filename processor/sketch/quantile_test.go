@@ -16,7 +16,7 @@ func harmonicMid(a, b float64) float64 { return math.Exp2(a+1) / (1 + math.Exp2(
 // of midLog2) against harmonicMid, for buckets from about 2^-1000 (2^-1024 at scales -9 and -10) to
 // 2^1000.
 func TestBucketMidEveryScale(t *testing.T) {
-	for s := MinScale; s <= MaxScale; s++ {
+	for s := minScale; s <= maxScale; s++ {
 		h := New(s, DefaultMaxBuckets)
 		if h.Scale() != s {
 			t.Fatalf("New(%d) has scale %d", s, h.Scale())
@@ -48,7 +48,7 @@ func TestBucketMidEveryScale(t *testing.T) {
 // of the walk on both signs, must give the same answers.
 func TestQuantileEveryRankEveryWidth(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	for _, s := range []int32{MinScale, -7, -3, -1, 0, 1, 2, 3, 5, 8, maxTableScale} {
+	for _, s := range []int32{minScale, -7, -3, -1, 0, 1, 2, 3, 5, 8, maxTableScale} {
 		for _, negShare := range []float64{0, 0.2, 0.5, 0.8, 1} {
 			t.Run(fmt.Sprintf("scale=%d/neg=%v", s, negShare), func(t *testing.T) {
 				width := math.Ldexp(1, -int(s))

@@ -27,7 +27,7 @@ func TestSubtractUndoesMerge(t *testing.T) {
 		for _, v := range bv {
 			b.Insert(v)
 		}
-		acc := a.Clone()
+		acc := a.clone()
 		acc.Merge(b)
 		merged := acc.Scale()
 		if !acc.Subtract(b) {
@@ -53,8 +53,8 @@ func TestSubtractUndoesMerge(t *testing.T) {
 		ref := newRef(av, acc.Scale())
 		refPosOff, refPos := dense(ref.pos)
 		refNegOff, refNeg := dense(ref.neg)
-		if acc.Scale() != merged || !sameCounts(refPos, refPosOff, acc.AppendPositiveCounts(nil), acc.PositiveOffset()) ||
-			!sameCounts(refNeg, refNegOff, acc.AppendNegativeCounts(nil), acc.NegativeOffset()) {
+		if acc.Scale() != merged || !sameCounts(refPos, refPosOff, acc.appendPositiveCounts(nil), acc.positiveOffset()) ||
+			!sameCounts(refNeg, refNegOff, acc.appendNegativeCounts(nil), acc.negativeOffset()) {
 			t.Fatalf("trial %d: buckets after subtract differ from a's own at scale %d (the merge reached %d)", trial, acc.Scale(), merged)
 		}
 	}
@@ -89,11 +89,11 @@ func TestSubtractRefusesWhatIsNotThereAndChangesNothing(t *testing.T) {
 	for _, v := range []float64{1, 2, 2, -4} { // one 2 too many
 		o.Insert(v)
 	}
-	before := h.Clone()
+	before := h.clone()
 	if h.Subtract(o) {
 		t.Fatal("subtracted a value h does not hold")
 	}
-	if !h.Equal(before) {
+	if !h.equal(before) {
 		t.Fatal("a refused Subtract changed h")
 	}
 	// Values of o where h's counters are zero, a whole word of them: h holds buckets 0 and 20, o
@@ -105,11 +105,11 @@ func TestSubtractRefusesWhatIsNotThereAndChangesNothing(t *testing.T) {
 	}
 	o.Insert(math.Exp2(2.5 / 64))
 	o.Insert(math.Exp2(9.5 / 64))
-	before = h.Clone()
+	before = h.clone()
 	if h.Subtract(o) {
 		t.Fatal("subtracted values from buckets that h has empty")
 	}
-	if !h.Equal(before) {
+	if !h.equal(before) {
 		t.Fatal("a refused Subtract changed h")
 	}
 	coarse := New(DefaultScale-1, DefaultMaxBuckets)

@@ -63,7 +63,7 @@ func benchEngine(b *testing.B, size, slide time.Duration, nSeries int) {
 			clk.Set(time.Unix(0, t+step)) // the end of the batch's event times
 			bt := e.Begin(clk.Now())
 			for i := 0; i < batch && done < n; i, done = i+1, done+1 {
-				bt.Stage(0, br.keys[k], t+br.offset[i]%step, br.values[i], int32(i))
+				bt.stage(0, br.keys[k], t+br.offset[i]%step, br.values[i], int32(i))
 				if k++; k == len(br.keys) {
 					k = 0
 				}
@@ -168,7 +168,7 @@ func BenchmarkIngestParallel(b *testing.B) {
 					bt.End()
 					return
 				}
-				bt.Stage(0, br.keys[k], t+br.offset[i]%int64(100*time.Millisecond), br.values[i], int32(i))
+				bt.stage(0, br.keys[k], t+br.offset[i]%int64(100*time.Millisecond), br.values[i], int32(i))
 				k = (k + 1) % len(br.keys)
 			}
 			bt.Apply(ignoreLate)

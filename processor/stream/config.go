@@ -23,8 +23,8 @@ type Config struct {
 	SourceIdleTimeout time.Duration
 	MaxSources        int
 	Aggregations      []Aggregation
-	// Shards is the number of independently locked parts of the series table; 0 picks a default.
-	Shards int
+	// shards is the number of independently locked parts of the series table; 0 picks a default.
+	shards int
 	// Clock is the wall clock; nil means the system clock.
 	Clock clock.Clock
 }
@@ -54,8 +54,8 @@ const MaxSourcesLimit = 1<<16 - 1
 // maxAggregations bounds the aggregations: an aggregation's index is kept in 16 bits per staged record.
 const maxAggregations = 1<<16 - 1
 
-// Validate checks the engine-level rules; the component's Config.Validate names the YAML keys.
-func (c Config) Validate() error {
+// validate checks the engine-level rules; the component's Config.Validate names the YAML keys.
+func (c Config) validate() error {
 	var errs []error
 	if c.Size <= 0 {
 		errs = append(errs, errors.New("window size must be > 0"))

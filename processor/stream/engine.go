@@ -13,7 +13,7 @@ import (
 )
 
 // Engine is the window engine: one watermark, the series of every aggregation, and their panes.
-// Ingest (Begin/Stage/Apply/End) is safe for concurrent use; Collect, FireAll, Snapshot and Restore are
+// Ingest (Begin/Check/StageChecked/Apply/End) is safe for concurrent use; Collect, FireAll, Snapshot and Restore are
 // serialized among themselves.
 type Engine struct {
 	g     windowing
@@ -40,12 +40,12 @@ type Engine struct {
 	batches sync.Pool // of *Batch, with their staging buffers
 }
 
-// New returns an engine for cfg, which must be valid.
+// New returns an engine for cfg, or an error naming every engine-level rule that cfg breaks.
 func New(cfg Config) (*Engine, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := cfg.Shards
+	n := cfg.shards
 	if n <= 0 {
 		n = 64
 	}
@@ -89,7 +89,7 @@ func (e *Engine) Watermark() int64 {
 // per goroutine; End it to let its accepted records move the watermark, after which it must not be
 // used.
 //
-// Records are staged with Stage and added together by Apply, which takes each shard's lock once for
+// Records are staged with StageChecked and added together by Apply, which takes each shard's lock once for
 // all of its records and lets the processor overlap their memory accesses. However the records of a
 // batch are split among Applies, each record gets the same verdict. Which new series get the
 // max_series slots can differ: a shard releases its expired series when a record first touches it
@@ -187,9 +187,6 @@ func (b *Batch) touchSource(idx int32, gen uint32) {
 	b.src = uint16(idx)
 }
 
-// Now returns the wall time the batch began at.
-func (b *Batch) Now() int64 { return b.now }
-
 // Watermark returns the watermark the batch judges records by, as Engine.Watermark does.
 func (b *Batch) Watermark() int64 {
 	if b.w <= minTime {
@@ -222,12 +219,9 @@ func (e *Engine) hash(agg int, key []byte) uint64 {
 	return maphash.Bytes(e.seed, key) ^ uint64(agg)*0x9e3779b97f4a7c15
 }
 
-// Stage queues a record of aggregation agg at event time t with value v for series key, with a tag
-// for the caller to know it by. It returns Invalid or Future at once for a record that cannot be added
-// (and does not stage it), and OnTime when it has staged it: its verdict comes from Apply. The key's
-// bytes are copied, so the caller may reuse its buffer. A NaN or infinite v is counted but left out
-// of the value aggregates.
-func (b *Batch) Stage(agg int, key []byte, t int64, v float64, tag int32) Verdict {
+// stage is StageChecked with the check: it returns Invalid or Future at once for a record that cannot
+// be added (counting it, and not staging it), and OnTime when it has staged it.
+func (b *Batch) stage(agg int, key []byte, t int64, v float64, tag int32) Verdict {
 	if vd := b.Check(t); vd != OnTime {
 		b.verdicts[vd]++
 		return vd
@@ -236,8 +230,11 @@ func (b *Batch) Stage(agg int, key []byte, t int64, v float64, tag int32) Verdic
 	return OnTime
 }
 
-// StageChecked is Stage for a time t that Check has found OnTime in this batch: it skips the check,
-// which a caller that stages one record for several aggregations has made once already.
+// StageChecked queues a record of aggregation agg at event time t with value v for series key, with
+// a tag for the caller to know it by; its verdict comes from Apply. t must be one that Check has found
+// OnTime in this batch: the caller checks it, once for a record it stages for several aggregations.
+// The key's bytes are copied, so the caller may reuse its buffer. A NaN or infinite v is counted but
+// left out of the value aggregates.
 func (b *Batch) StageChecked(agg int, key []byte, t int64, v float64, tag int32) {
 	b.staged = append(b.staged, staged{
 		hash: b.e.hash(agg, key), t: t, p: b.paneStart(t), v: v,
@@ -323,12 +320,11 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 // head, and reads its pane only when the head moves to it; one record in pendingValues inserts the
 // values gathered into the sketch (see series.head and shard.add).
 //
-// It runs for every batch. In a collector the engine's state is cold when a batch comes (the receiver
-// has decoded the batch and much else has run since the last one), and there prefetching saves a
-// fifth of the component's time even with 800 series (bench/ with BENCH_COLD_BYTES, percentiles:
-// 350-430 ns/span without it, 282-289 with it, in the round that introduced it, when it loaded the
-// sketch and its counter as well). Only when batches follow one another with nothing in between, as
-// in a benchmark, does the state stay in cache, and then it costs a few percent.
+// It runs for every batch, because in a collector the engine's state is cold when a batch comes: the
+// receiver has decoded the batch and much else has run since the last one, so a batch's records
+// arrive as cache misses, which prefetching overlaps, even with few series. Only when batches follow
+// one another with nothing in between, as in a benchmark, does the state stay in cache, and there
+// the extra pass is a small overhead. bench/ measures both (BENCH_COLD_BYTES for the cold state).
 func (b *Batch) prefetch(sh *shard, idx []int32) {
 	if len(idx) < 2 || len(sh.table.slots) == 0 {
 		return
@@ -507,7 +503,7 @@ type Stats struct {
 	Watermark       int64               // as Watermark()
 	HeldBy          HeldBy              // what holds the watermark back
 	Sources         int                 // sources held, with per-source tracking
-	Verdicts        [numVerdicts]uint64 // per (record, aggregation)
+	verdicts        [numVerdicts]uint64 // per (record, aggregation)
 	OverflowRecords uint64              // records added to an overflow series
 	WindowsFired    uint64              // first firings
 	LateFirings     uint64
@@ -523,8 +519,8 @@ func (e *Engine) Stats() Stats {
 	if e.wm.perSource {
 		st.Sources = e.wm.sourceCount()
 	}
-	for i := range st.Verdicts {
-		st.Verdicts[i] = e.verdicts[i].Load()
+	for i := range st.verdicts {
+		st.verdicts[i] = e.verdicts[i].Load()
 	}
 	for _, sh := range e.allShards() {
 		sh.mu.Lock()

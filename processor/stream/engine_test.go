@@ -25,7 +25,7 @@ type fired struct {
 }
 
 func copyResult(r *Result) fired {
-	f := fired{Agg: r.Agg, Key: r.Key, Overflow: r.Overflow, Late: r.Late, Start: r.Start / sec, End: r.End / sec,
+	f := fired{Agg: r.Agg, Key: r.Key, Overflow: r.Overflow, Late: r.late, Start: r.Start / sec, End: r.End / sec,
 		Count: r.Count, ValueCount: r.ValueCount, Sum: r.Sum, Avg: r.Avg, Min: r.Min, Max: r.Max,
 		WindowValueCount: r.WindowValueCount, Quantiles: append([]float64(nil), r.Quantiles...)}
 	if r.Hist != nil {
@@ -319,13 +319,13 @@ func TestMissingValueIsCountedButNotAggregated(t *testing.T) {
 // as one record at a time does, although Apply goes through the records shard by shard.
 func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
 	for _, shards := range []int{1, 64} {
-		cfg := Config{Size: 10 * time.Second, Shards: shards, Aggregations: []Aggregation{{MaxSeries: 3}}}
+		cfg := Config{Size: 10 * time.Second, shards: shards, Aggregations: []Aggregation{{MaxSeries: 3}}}
 		h := newHarness(t, cfg)
 		b := h.e.Begin(h.clk.Now())
 		keys := []string{"k9", "k3", "k7", "k0", "k5", "k3", "k1", "k9"}
 		for i, k := range keys {
-			if vd := b.Stage(0, []byte(k), 1*sec, float64(i), int32(i)); vd != OnTime {
-				t.Fatalf("Stage: %v", vd)
+			if vd := b.stage(0, []byte(k), 1*sec, float64(i), int32(i)); vd != OnTime {
+				t.Fatalf("stage: %v", vd)
 			}
 		}
 		b.Apply(func(tag int32, vd Verdict, _ int64) { t.Errorf("record %d: %v", tag, vd) })
@@ -357,7 +357,7 @@ func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
 // addOne stages one record and applies it at once: a record at a time, through the path the component
 // takes, with its verdict returned.
 func addOne(b *Batch, agg int, key []byte, t int64, v float64) Verdict {
-	if vd := b.Stage(agg, key, t, v, 0); vd != OnTime {
+	if vd := b.stage(agg, key, t, v, 0); vd != OnTime {
 		return vd
 	}
 	vd := OnTime

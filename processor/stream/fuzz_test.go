@@ -56,13 +56,13 @@ func fuzzSetups() []fuzzSetup {
 	return []fuzzSetup{
 		{Config{Size: 10 * s, MaxFutureSkew: 30 * s, Aggregations: []Aggregation{{MaxSeries: 100, Quantiles: q, Histogram: true}}},
 			int64(2500 * time.Millisecond), realNow, 0, 0},
-		{Config{Size: 10 * s, AllowedLateness: 5 * s, MaxOutOfOrderness: 2 * s, IdleTimeout: 10 * s, MaxFutureSkew: 30 * s, Shards: 2,
+		{Config{Size: 10 * s, AllowedLateness: 5 * s, MaxOutOfOrderness: 2 * s, IdleTimeout: 10 * s, MaxFutureSkew: 30 * s, shards: 2,
 			Aggregations: []Aggregation{{MaxSeries: 2, Histogram: true}, {MaxSeries: 100, Quantiles: []float64{0.9, 0, 1}}}},
 			int64(2500 * time.Millisecond), realNow, 0, 0},
-		{Config{Size: 4 * s, Slide: s, AllowedLateness: 3 * s, MaxOutOfOrderness: s, IdleTimeout: 5 * s, MaxFutureSkew: 20 * s, Shards: 1,
+		{Config{Size: 4 * s, Slide: s, AllowedLateness: 3 * s, MaxOutOfOrderness: s, IdleTimeout: 5 * s, MaxFutureSkew: 20 * s, shards: 1,
 			Aggregations: []Aggregation{{MaxSeries: 3, Quantiles: q, Histogram: true}}},
 			int64(500 * time.Millisecond), realNow, 0, 0},
-		{Config{Size: 40, Slide: 10, AllowedLateness: 20, MaxOutOfOrderness: 5, IdleTimeout: 30, MaxFutureSkew: 100, Shards: 4,
+		{Config{Size: 40, Slide: 10, AllowedLateness: 20, MaxOutOfOrderness: 5, IdleTimeout: 30, MaxFutureSkew: 100, shards: 4,
 			Aggregations: []Aggregation{{MaxSeries: 2}, {MaxSeries: 100, Quantiles: q, Histogram: true}}},
 			5, realNow, 0, 0},
 		{Config{Size: 10 * s, Slide: 2500 * time.Millisecond, AllowedLateness: 5 * s, IdleTimeout: 4 * s, MaxFutureSkew: 5 * s,
@@ -81,7 +81,7 @@ func fuzzSourceSetups() []fuzzSetup {
 			Aggregations: []Aggregation{{MaxSeries: 100, Quantiles: q, Histogram: true}}},
 			int64(2500 * time.Millisecond), realNow, 4, int64(20 * s)},
 		{Config{Size: 4 * s, Slide: s, AllowedLateness: 3 * s, MaxOutOfOrderness: s, IdleTimeout: 5 * s, MaxFutureSkew: 20 * s,
-			PerSource: true, SourceIdleTimeout: 10 * s, MaxSources: 2, Shards: 1,
+			PerSource: true, SourceIdleTimeout: 10 * s, MaxSources: 2, shards: 1,
 			Aggregations: []Aggregation{{MaxSeries: 3, Quantiles: q, Histogram: true}, {MaxSeries: 100}}},
 			int64(500 * time.Millisecond), realNow, 5, int64(6 * s)},
 	}
@@ -287,7 +287,7 @@ func runFuzzOps(data []byte) (msg string) {
 				v := fuzzValue(vb)
 				p := pending{agg: agg, key: key, t: t, v: v}
 				if staged {
-					p.got = b.Stage(agg, []byte(key), t, v, int32(len(recs)))
+					p.got = b.stage(agg, []byte(key), t, v, int32(len(recs)))
 				} else {
 					p.got = addOne(b, agg, []byte(key), t, v)
 				}
@@ -355,8 +355,8 @@ func runFuzzOps(data []byte) (msg string) {
 	if len(problems) > 0 {
 		return strings.Join(problems[:min(len(problems), 10)], "\n")
 	}
-	if s := e.Stats(); s.Verdicts != verdicts {
-		return fmt.Sprintf("Stats().Verdicts = %v, the Adds since the last Restore returned %v", s.Verdicts, verdicts)
+	if s := e.Stats(); s.verdicts != verdicts {
+		return fmt.Sprintf("Stats().verdicts = %v, the Adds since the last Restore returned %v", s.verdicts, verdicts)
 	}
 	e.FireAll(onResult)
 	m.fireAll()

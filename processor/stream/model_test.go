@@ -36,7 +36,8 @@ package stream
 //     window not discarded: a never-fired one as a first firing, a fired one with late records pending as
 //     a late firing.
 //   - Sum, ValueCount, Min, Max, Avg, Quantiles and Hist cover the finite values only. Quantile q of the n
-//     sorted finite values is x_floor(q*(n-1)); the engine's estimate must be within 1% of it.
+//     sorted finite values is the nearest-rank one, x_(ceil(q*n)-1) (see quantileIndex); the engine's
+//     estimate must be within 1% of it.
 //
 // Collect is called after every batch, which makes the model exact.
 //
@@ -77,12 +78,14 @@ import (
 // ---------------------------------------------------------------------------------------------------
 // The reference model.
 
-// nearestRank, set by STREAM_MODEL_QUANTILE=nearest-rank, makes the model's quantile q of n sorted values
-// the nearest-rank one, x_(ceil(q*n)-1) with q taken as the decimal it is written as (0.9 is 9/10), instead
-// of the contract's x_floor(q*(n-1)) (computed in float64).
+// nearestRank makes the model's quantile q of n sorted values the nearest-rank one, x_(ceil(q*n)-1), as
+// the engine reports it. It is the default; STREAM_MODEL_QUANTILE=floor turns it off, for
+// x_floor(q*(n-1)) instead.
 var nearestRank = os.Getenv("STREAM_MODEL_QUANTILE") != "floor"
 
-// quantileIndex returns the 0-based index, among n sorted values, of the model's quantile q.
+// quantileIndex returns the 0-based index, among n sorted values, of the model's quantile q: with
+// nearestRank, ceil(q*n)-1 clamped to [0, n-1], computed exactly with q taken as the decimal it is
+// written as (0.9 is 9/10); without it, floor(q*(n-1)) in float64.
 func quantileIndex(q float64, n int) int {
 	if !nearestRank {
 		return int(math.Floor(q * float64(n-1)))
@@ -623,20 +626,15 @@ func firingFromResult(r *Result) firingRec { return copyFiring(r, true) }
 // copyFiring copies r; with buckets the histogram's bucket counts too, for a bit-for-bit comparison,
 // else only their total.
 func copyFiring(r *Result, buckets bool) firingRec {
-	f := firingRec{Agg: r.Agg, Key: r.Key, Overflow: r.Overflow, Start: r.Start, End: r.End, Late: r.Late,
+	f := firingRec{Agg: r.Agg, Key: r.Key, Overflow: r.Overflow, Start: r.Start, End: r.End, Late: r.late,
 		Count: r.Count, ValueCount: r.ValueCount, WindowValueCount: r.WindowValueCount,
 		Sum: r.Sum, Avg: r.Avg, Min: r.Min, Max: r.Max, Quantiles: slices.Clone(r.Quantiles)}
 	if h := r.Hist; h != nil {
 		f.HasHist = true
-		f.HistCount, f.HistSum, f.HistScale = h.Count(), h.Sum(), h.Scale()
-		f.HistZero, f.HistPosOff, f.HistNegOff = h.ZeroCount(), h.PositiveOffset(), h.NegativeOffset()
-		pos, neg := h.AppendPositiveCounts, h.AppendNegativeCounts
-		if !buckets {
-			// 40 scales coarser, a handful of buckets hold every count.
-			pos = func(dst []uint64) []uint64 { _, c := h.AppendPositiveCountsAt(dst, h.Scale()-40); return c }
-			neg = func(dst []uint64) []uint64 { _, c := h.AppendNegativeCountsAt(dst, h.Scale()-40); return c }
-		}
-		f.HistPos, f.HistNeg = pos(nil), neg(nil)
+		f.HistCount, f.HistSum, f.HistScale, f.HistZero = h.Count(), h.Sum(), h.Scale(), h.ZeroCount()
+		// At the sketch's own scale: its buckets as they are.
+		f.HistPosOff, f.HistPos = h.AppendPositiveCountsAt(nil, h.Scale())
+		f.HistNegOff, f.HistNeg = h.AppendNegativeCountsAt(nil, h.Scale())
 		f.HistBuckets = f.HistZero
 		for _, c := range f.HistPos {
 			f.HistBuckets += c
@@ -854,7 +852,7 @@ func (c *modelConfig) engineConfig(clk clock.Clock) Config {
 		}
 	}
 	return Config{Size: c.size, Slide: c.slide, MaxOutOfOrderness: c.ooo, IdleTimeout: c.idle,
-		MaxFutureSkew: c.skew, AllowedLateness: c.lateness, Aggregations: aggs, Shards: c.shards, Clock: clk,
+		MaxFutureSkew: c.skew, AllowedLateness: c.lateness, Aggregations: aggs, shards: c.shards, Clock: clk,
 		PerSource: c.perSource, SourceIdleTimeout: c.sourceIdle, MaxSources: c.maxSources}
 }
 
@@ -1296,7 +1294,7 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 			trace("    engine %s: %s", what, tf.firing(&got[i]))
 		}
 	}
-	var key []byte // the key buffer given to Stage, scribbled on after each record: the engine must copy it
+	var key []byte // the key buffer given to stage, scribbled on after each record: the engine must copy it
 	for i, op := range sc.ops {
 		var lines []string
 		clk.Set(time.Unix(0, op.batchNow))
@@ -1326,14 +1324,14 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 					engineShared[j] = b.SetSource([]byte(r.src))
 				}
 				key = append(key[:0], r.key...)
-				engineVerdicts[j] = b.Stage(r.agg, key, r.t, r.v, int32(j))
+				engineVerdicts[j] = b.stage(r.agg, key, r.t, r.v, int32(j))
 				for k := range key {
 					key[k] = '#'
 				}
 			}
 			b.Apply(func(tag int32, vd Verdict, _ int64) {
 				if engineVerdicts[tag] != OnTime {
-					panic(fmt.Sprintf("Apply reported record %d twice or after Stage refused it", tag))
+					panic(fmt.Sprintf("Apply reported record %d twice or after stage refused it", tag))
 				}
 				engineVerdicts[tag] = vd
 			})
@@ -1487,8 +1485,8 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 	}
 	if !opt.snapshots {
 		st := e.Stats()
-		if st.Verdicts != tally {
-			lines = append(lines, fmt.Sprintf("  Stats().Verdicts = %v, the Adds returned %v", st.Verdicts, tally))
+		if st.verdicts != tally {
+			lines = append(lines, fmt.Sprintf("  Stats().verdicts = %v, the Adds returned %v", st.verdicts, tally))
 		}
 		if st.WindowsFired != firsts || st.LateFirings != lates {
 			lines = append(lines, fmt.Sprintf("  Stats() WindowsFired=%d LateFirings=%d, handed out %d first and %d late firings",
@@ -1933,13 +1931,13 @@ func TestOverflowConservesRecords(t *testing.T) {
 	}
 }
 
-// applyRecords puts recs into b, one at a time (addOne) or, when staged, with Stage and one Apply, and
+// applyRecords puts recs into b, one at a time (addOne) or, when staged, with stage and one Apply, and
 // returns the engine's verdict for each.
 func applyRecords(b *Batch, recs []refRec, staged bool) []Verdict {
 	out := make([]Verdict, len(recs))
 	for j, r := range recs {
 		if staged {
-			out[j] = b.Stage(r.agg, []byte(r.key), r.t, r.v, int32(j))
+			out[j] = b.stage(r.agg, []byte(r.key), r.t, r.v, int32(j))
 		} else {
 			out[j] = addOne(b, r.agg, []byte(r.key), r.t, r.v)
 		}
@@ -2044,7 +2042,7 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 	s := int64(time.Second)
 	clk := clock.NewFake(time.Unix(0, realNow))
 	cfg := Config{Size: 10 * time.Second, AllowedLateness: 20 * time.Second, MaxOutOfOrderness: 2 * time.Second,
-		IdleTimeout: 3 * time.Second, MaxFutureSkew: 10 * time.Second, Shards: 4, Clock: clk,
+		IdleTimeout: 3 * time.Second, MaxFutureSkew: 10 * time.Second, shards: 4, Clock: clk,
 		Aggregations: []Aggregation{{MaxSeries: 1000, Quantiles: fullQuantiles, Histogram: true}, {MaxSeries: 3}}}
 	e, err := New(cfg)
 	if err != nil {
@@ -2111,7 +2109,7 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 		if r.End-r.Start != 10*s || mod(r.Start, 10*s) != 0 || r.Count == 0 {
 			problems = append(problems, fmt.Sprintf("odd firing %+v", *r))
 		}
-		if !r.Late {
+		if !r.late {
 			if firsts[windowID{r.Agg, r.Overflow, r.Key, r.Start}]++; firsts[windowID{r.Agg, r.Overflow, r.Key, r.Start}] > 1 {
 				problems = append(problems, fmt.Sprintf("second first firing of window %+v", *r))
 			}
@@ -2176,8 +2174,8 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 		t.Errorf("firings carried %d records in all, %d were aggregated", carried, aggregated)
 	}
 	st := e.Stats()
-	if st.Verdicts != wantVerdicts {
-		t.Errorf("Stats().Verdicts = %v, the Adds returned %v", st.Verdicts, wantVerdicts)
+	if st.verdicts != wantVerdicts {
+		t.Errorf("Stats().verdicts = %v, the Adds returned %v", st.verdicts, wantVerdicts)
 	}
 	for a, n := range st.ActiveSeries {
 		if n != 0 || st.OverflowActive[a] {

@@ -4,26 +4,26 @@ import "github.com/windowaggregator/windowaggregator/processor/sketch"
 
 // Result is one firing of one window of one series.
 //
-// A first firing carries the whole window. A late firing (Late) carries Count, Sum, ValueCount and
+// A first firing carries the whole window. A late firing (late set) carries Count, Sum, ValueCount and
 // Hist as deltas of the late records alone, so that the firings of one window add up to the whole, and
 // Avg, Min, Max and Quantiles as the corrected values of the whole window.
 type Result struct {
 	Agg      int
-	Key      string // the series key as given to Stage; empty for the overflow series
+	Key      string // the series key as staged; empty for the overflow series
 	Overflow bool   // the aggregation's overflow series
 	Start    int64  // window start, Unix ns
 	End      int64  // window end, Unix ns (exclusive)
-	Late     bool
 
-	Count      uint64  // records (delta when Late)
-	Sum        float64 // of finite values (delta when Late)
-	ValueCount uint64  // finite values behind Sum (delta when Late)
+	Count      uint64  // records (delta when late)
+	Sum        float64 // of finite values (delta when late)
+	ValueCount uint64  // finite values behind Sum (delta when late)
 
 	WindowValueCount uint64  // finite values in the whole window; Avg, Min, Max and Quantiles need > 0
 	Avg, Min, Max    float64 // whole window
 	Quantiles        []float64
-	Hist             *sketch.Histogram // nil unless the aggregation reports a histogram (delta when Late)
+	Hist             *sketch.Histogram // nil unless the aggregation reports a histogram (delta when late)
 
+	late      bool              // a firing of a window that had fired before
 	histStore *sketch.Histogram // Hist's storage, kept across reuse
 }
 

@@ -26,8 +26,8 @@ type series struct {
 	// Records mostly go to a series' newest pane, so they add to the head and leave the pane alone.
 	headStart int64
 	head      stats
-	// headHist is the pane's sketch, kept here: finding the pane again every pendingValues records
-	// cost 3-4% warm (see README, "Where the time goes").
+	// headHist is the pane's sketch, kept here so that inserting the gathered values, every
+	// pendingValues records, does not have to find the pane again.
 	headHist *sketch.Histogram
 
 	overflow bool
@@ -52,7 +52,7 @@ const pendingValues = 32 // a power of two: Batch.prefetch masks with it
 
 // inlineKeyLen is the longest key a series holds in itself. Three short strings, such as service,
 // span name and method, take about 45 bytes. The series grows by 48 bytes, what a key of 33 to 48
-// bytes took in an allocation of its own; a longer key, which still has one, leaves them unused.
+// bytes takes in an allocation of its own; a longer key, which still has one, leaves them unused.
 const inlineKeyLen = 48
 
 // setKey sets the series' key: in keyBuf when it fits, which is then never written again, or in a

@@ -287,7 +287,7 @@ func (s *shard) emit(se *series, start, end int64, late bool) {
 		}
 	}
 	r := s.pending.next()
-	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.Late = int(se.agg), se.key, se.overflow, start, end, late
+	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.late = int(se.agg), se.key, se.overflow, start, end, late
 	part := &s.wTotal
 	if late {
 		part = &s.wDelta

@@ -15,8 +15,8 @@ const (
 	snapshotVersion = 2
 )
 
-// ErrSnapshotMismatch says that a snapshot was taken under another configuration.
-var ErrSnapshotMismatch = errors.New("snapshot was taken with a different window or aggregation configuration")
+// errSnapshotMismatch says that a snapshot was taken under another configuration.
+var errSnapshotMismatch = errors.New("snapshot was taken with a different window or aggregation configuration")
 
 // Snapshot appends the engine's whole state to dst. It first brings every shard to the watermark, so
 // that the state has one applied watermark.
@@ -119,7 +119,7 @@ func encodeResult(enc *encoder, r *Result) {
 	enc.bool(r.Overflow)
 	enc.varint(r.Start)
 	enc.varint(r.End)
-	enc.bool(r.Late)
+	enc.bool(r.late)
 	enc.uvarint(r.Count)
 	enc.float(r.Sum)
 	enc.uvarint(r.ValueCount)
@@ -241,7 +241,7 @@ func (e *Engine) checkConfig(d *decoder) error {
 		return d.err
 	}
 	if size != e.g.size || slide != e.g.slide || lateness != e.g.lateness || n != len(e.aggs) {
-		return ErrSnapshotMismatch
+		return errSnapshotMismatch
 	}
 	for _, a := range e.aggs {
 		hist := d.bool()
@@ -250,11 +250,11 @@ func (e *Engine) checkConfig(d *decoder) error {
 			return d.err
 		}
 		if hist != a.Histogram || nq != len(a.Quantiles) {
-			return ErrSnapshotMismatch
+			return errSnapshotMismatch
 		}
 		for _, q := range a.Quantiles {
 			if d.float() != q {
-				return ErrSnapshotMismatch
+				return errSnapshotMismatch
 			}
 		}
 	}
@@ -325,7 +325,7 @@ func (e *Engine) decodeResult(d *decoder, r *Result) {
 	r.Key = d.bytes()
 	r.Overflow = d.bool()
 	r.Start, r.End = d.varint(), d.varint()
-	r.Late = d.bool()
+	r.late = d.bool()
 	r.Count = d.uvarint()
 	r.Sum = d.float()
 	r.ValueCount = d.uvarint()

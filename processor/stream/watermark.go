@@ -89,17 +89,17 @@ func (w *watermark) heldBy(now int64) HeldBy {
 	e, f := w.event.Load(), w.floor.Load()
 	switch {
 	case e <= minTime && f <= minTime && w.high.Load() <= minTime:
-		return HeldByNothing
+		return heldByNothing
 	case e <= minTime && f <= minTime:
-		return HeldBySource // every source has fallen silent: W stays where the last one left it
+		return heldBySource // every source has fallen silent: W stays where the last one left it
 	case e <= minTime || f > min(e, now)-w.outOfOrder:
-		return HeldByIdle
+		return heldByIdle
 	case e > now:
-		return HeldByClock
+		return heldByClock
 	case w.perSource:
-		return HeldBySource
+		return heldBySource
 	}
-	return HeldByRecords
+	return heldByRecords
 }
 
 // observe records that a batch at wall time now accepted records up to event time maxT (without
@@ -218,26 +218,28 @@ func (w *watermark) restore(st watermarkState, now int64) {
 	}
 }
 
-// HeldBy says what holds the watermark back: what W would move with.
+// HeldBy says what holds the watermark back: what W would move with. Its values run from 0, and
+// String names each of them, for telemetry.
 type HeldBy uint8
 
 const (
-	// HeldByNothing: no record has been accepted; W is below every timestamp.
-	HeldByNothing HeldBy = iota
-	// HeldByRecords: the greatest accepted event time (without per-source tracking).
-	HeldByRecords
-	// HeldBySource: the slowest active source's greatest accepted event time.
-	HeldBySource
-	// HeldByClock: the wall clock, because records are stamped ahead of it (the clamp).
-	HeldByClock
-	// HeldByIdle: the idle rule.
-	HeldByIdle
+	// heldByNothing: no record has been accepted; W is below every timestamp.
+	heldByNothing HeldBy = iota
+	// heldByRecords: the greatest accepted event time (without per-source tracking).
+	heldByRecords
+	// heldBySource: the slowest active source's greatest accepted event time.
+	heldBySource
+	// heldByClock: the wall clock, because records are stamped ahead of it (the clamp).
+	heldByClock
+	// heldByIdle: the idle rule.
+	heldByIdle
 	numHeldBy
 )
 
 var heldByNames = [numHeldBy]string{"none", "records", "source", "clock", "idle"}
 
-// String returns the snake_case name, as used in the telemetry's held_by attribute.
+// String returns the snake_case name, as used in the telemetry's held_by attribute, or "unknown" past
+// the last value.
 func (h HeldBy) String() string {
 	if h < numHeldBy {
 		return heldByNames[h]

@@ -63,7 +63,7 @@ func TestRecordAheadOfClockIsAggregatedAndWatermarkStaysAtClock(t *testing.T) {
 	h := newHarness(t, cfg) // now 1000 s, max_future_skew 5 min
 	wantVerdicts(t, h.batch(rec{"a", 1125, 7}), OnTime)
 	h.wantW(998, "after the record at 1125 s") // min(1125, 1000) - 2
-	if st := h.e.Stats(); st.HeldBy != HeldByClock {
+	if st := h.e.Stats(); st.HeldBy != heldByClock {
 		t.Fatalf("HeldBy %v, want clock", st.HeldBy)
 	}
 	if got := h.collect(); len(got) != 0 {
@@ -99,7 +99,7 @@ func TestWatermarkFollowsClockUpToRecord(t *testing.T) {
 	h.wantW(1118, "at 1122 s")
 	h.at(1500) // the record is the limit now
 	h.wantW(1118, "at 1500 s")
-	if st := h.e.Stats(); st.HeldBy != HeldByRecords {
+	if st := h.e.Stats(); st.HeldBy != heldByRecords {
 		t.Fatalf("HeldBy %v, want records", st.HeldBy)
 	}
 	if got := h.collect(); len(got) != 0 {
@@ -136,8 +136,8 @@ func TestStraySpanAheadDoesNotExpireLaterRecords(t *testing.T) {
 	h.collect()
 	h.wantW(1040, "after 15 s of silence")
 	wantVerdicts(t, h.batch(rec{"a", 1044, 1}), OnTime)
-	if st := h.e.Stats(); st.Verdicts[Expired] != 0 {
-		t.Fatalf("%d records expired", st.Verdicts[Expired])
+	if st := h.e.Stats(); st.verdicts[Expired] != 0 {
+		t.Fatalf("%d records expired", st.verdicts[Expired])
 	}
 }
 
@@ -152,7 +152,7 @@ func TestLaggingSourceHoldsWatermarkUntilSilent(t *testing.T) {
 		wantVerdicts(t, h.sbatch(srec{"a", 0, "k", now, 1}, srec{"b", 0, "k", now - 90, 1}), OnTime, OnTime)
 		h.wantW(now-90, "a at the clock, b 90 s behind")
 	}
-	if st := h.e.Stats(); st.HeldBy != HeldBySource || st.Sources != 2 {
+	if st := h.e.Stats(); st.HeldBy != heldBySource || st.Sources != 2 {
 		t.Fatalf("HeldBy %v Sources %d, want source and 2", st.HeldBy, st.Sources)
 	}
 	for now := 1025.0; now <= 1045; now += 5 {
@@ -333,7 +333,7 @@ func TestExpiredRecordsWatermarkExpiresAllItsWindows(t *testing.T) {
 	ts := []int64{975, 985, 965, 930, 1005}
 	keys := []string{"a", "b", "c", "d", "e"}
 	for i, s := range ts {
-		b.Stage(0, []byte(keys[i]), s*sec, 1, int32(i))
+		b.stage(0, []byte(keys[i]), s*sec, 1, int32(i))
 	}
 	type judged struct {
 		vd Verdict
@@ -361,7 +361,7 @@ func TestExpiredRecordsWatermarkUnderConcurrentIngest(t *testing.T) {
 	size, slide, lateness := 30*sec, 10*sec, 5*sec
 	clk := clock.NewFake(time.Unix(1000, 0))
 	e, err := New(Config{Size: time.Duration(size), Slide: time.Duration(slide), AllowedLateness: time.Duration(lateness),
-		MaxOutOfOrderness: 2 * time.Second, IdleTimeout: 3 * time.Second, MaxFutureSkew: time.Minute, Shards: 4, Clock: clk,
+		MaxOutOfOrderness: 2 * time.Second, IdleTimeout: 3 * time.Second, MaxFutureSkew: time.Minute, shards: 4, Clock: clk,
 		Aggregations: []Aggregation{{MaxSeries: 20}, {MaxSeries: 1000}}})
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +389,7 @@ func TestExpiredRecordsWatermarkUnderConcurrentIngest(t *testing.T) {
 				for i := range 1 + rng.IntN(30) {
 					t := now - rng.Int64N(80*sec) + 10*sec // from 70 s behind the clock to 10 s ahead
 					ts = append(ts, t)
-					b.Stage(rng.IntN(2), []byte{byte('a' + rng.IntN(26))}, t, 1, int32(i))
+					b.stage(rng.IntN(2), []byte{byte('a' + rng.IntN(26))}, t, 1, int32(i))
 				}
 				bw, maxW := b.Watermark(), int64(math.MinInt64)
 				b.Apply(func(tag int32, vd Verdict, w int64) {
@@ -442,7 +442,7 @@ func TestExpiredRecordsWatermarkUnderConcurrentIngest(t *testing.T) {
 	t.Logf("%d expired records checked", n)
 }
 
-// Validate bounds size/slide, a record's windows and its firings, at MaxPanesPerWindow.
+// validate bounds size/slide, a record's windows and its firings, at MaxPanesPerWindow.
 func TestValidateBoundsPanesPerWindow(t *testing.T) {
 	for _, c := range []struct {
 		size time.Duration
@@ -452,9 +452,9 @@ func TestValidateBoundsPanesPerWindow(t *testing.T) {
 		if c.size >= time.Second {
 			slide = time.Second
 		}
-		err := Config{Size: c.size, Slide: slide, Aggregations: []Aggregation{{MaxSeries: 1}}}.Validate()
+		err := Config{Size: c.size, Slide: slide, Aggregations: []Aggregation{{MaxSeries: 1}}}.validate()
 		if (err == nil) != c.ok {
-			t.Errorf("size %v slide %v: Validate() = %v, want ok=%v", c.size, slide, err, c.ok)
+			t.Errorf("size %v slide %v: validate() = %v, want ok=%v", c.size, slide, err, c.ok)
 		}
 	}
 }
@@ -477,7 +477,7 @@ func TestSnapshotRoundTripKeepsSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	h2.wantW(970, "after the restore")
-	if st := h2.e.Stats(); st.Sources != 3 || st.HeldBy != HeldBySource {
+	if st := h2.e.Stats(); st.Sources != 3 || st.HeldBy != heldBySource {
 		t.Fatalf("after the restore: Sources %d HeldBy %v, want 3 and source", st.Sources, st.HeldBy)
 	}
 	h2.at(1002)
