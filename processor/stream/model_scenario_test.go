@@ -1,0 +1,937 @@
+package stream
+
+// The streams the reference model (model_test.go) and the engine are run on: the configurations, the
+// generation of a random stream for a configuration and seed, running a stream against the engine
+// step by step, shrinking a failing stream and reporting it, and running the seeds of a configuration.
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator/processor/clock"
+)
+
+// ---------------------------------------------------------------------------------------------------
+// Configurations and streams.
+
+type modelConfig struct {
+	name                                        string
+	size, slide, lateness, ooo, idle, skew      time.Duration
+	aggs                                        []Aggregation
+	keys                                        int
+	emptyKey                                    bool  // one of the keys is ""
+	base                                        int64 // wall clock at the start, Unix ns; 0: a random one in the 2020s
+	seeds, ops                                  int
+	maxBatch                                    int // records per batch, at most; 0: 20
+	shards                                      int
+	maxSeries                                   int     // 0: large (no overflow)
+	snapBeforeCollectRate, snapAfterCollectRate float64 // snapshot test only
+
+	// lead is how far event times run ahead of the wall clock at most, in the stretches where they do
+	// (0: never; then they lag behind it by up to size).
+	lead time.Duration
+	// clockKeepsUp: every Collect is at or after the greatest accepted event time on the wall clock,
+	// so that W never waits for the clock and moves only at End and Collect, never at a Begin.
+	clockKeepsUp bool
+
+	perSource  bool
+	sourceIdle time.Duration
+	maxSources int
+	// sources is the number of sources the stream's records come from (per_source only); each lags
+	// behind the wall clock by up to sourceLag more than the stream does, and at times falls silent.
+	sources   int
+	sourceLag time.Duration
+}
+
+func (c *modelConfig) slideOrSize() time.Duration {
+	if c.slide == 0 {
+		return c.size
+	}
+	return c.slide
+}
+
+func (c *modelConfig) engineConfig(clk clock.Clock) Config {
+	aggs := slices.Clone(c.aggs)
+	for i := range aggs {
+		aggs[i].MaxSeries = 1 << 20
+		if c.maxSeries > 0 {
+			aggs[i].MaxSeries = c.maxSeries
+		}
+	}
+	return Config{Size: c.size, Slide: c.slide, MaxOutOfOrderness: c.ooo, IdleTimeout: c.idle,
+		MaxFutureSkew: c.skew, AllowedLateness: c.lateness, Aggregations: aggs, shards: c.shards, Clock: clk,
+		PerSource: c.perSource, SourceIdleTimeout: c.sourceIdle, MaxSources: c.maxSources}
+}
+
+func (c *modelConfig) String() string {
+	s := fmt.Sprintf("%s: size=%v slide=%v lateness=%v maxOutOfOrderness=%v idle=%v maxFutureSkew=%v aggs=%+v shards=%d maxSeries=%d",
+		c.name, c.size, c.slideOrSize(), c.lateness, c.ooo, c.idle, c.skew, c.aggs, c.shards, c.maxSeries)
+	if c.perSource {
+		s += fmt.Sprintf(" perSource sourceIdle=%v maxSources=%d sources=%d", c.sourceIdle, c.maxSources, c.sources)
+	}
+	return s
+}
+
+var fullQuantiles = []float64{0.5, 0.9, 0.99, 0.999}
+
+// realNow is a wall clock in the 2020s, so that windows, ids and the engine's internal infinities are
+// exercised at realistic magnitudes.
+const realNow = int64(1_700_000_000) * int64(time.Second)
+
+func modelConfigs() []modelConfig {
+	s := time.Second
+	return []modelConfig{
+		{name: "tumbling10s", size: 10 * s, skew: 30 * s, keys: 4, seeds: 40, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		{name: "tumbling10s-late-ooo-idle", size: 10 * s, slide: 10 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
+			skew: 30 * s, keys: 8, emptyKey: true, seeds: 40, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "tumbling1s-3aggs", size: s, lateness: 2 * s, ooo: s / 2, idle: 3 * s, skew: 30 * s, keys: 3,
+			seeds: 40, ops: 40, shards: 1,
+			aggs: []Aggregation{{Histogram: true}, {Quantiles: []float64{0, 0.25, 1}}, {}}},
+		{name: "sliding4s/1s", size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 5, seeds: 40, ops: 24,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		{name: "sliding4s/1s-late-idle-3aggs", size: 4 * s, slide: s, lateness: 2500 * time.Millisecond, idle: 5 * s,
+			skew: 30 * s, keys: 12, seeds: 40, ops: 30,
+			aggs: []Aggregation{{Quantiles: fullQuantiles}, {Histogram: true}, {}}},
+		{name: "sliding60s/1s", size: 60 * s, slide: s, lateness: 10 * s, ooo: 5 * s, idle: 20 * s, skew: 30 * s,
+			keys: 12, seeds: 8, ops: 20,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "sliding10s/2.5s-near-epoch", size: 10 * s, slide: 2500 * time.Millisecond, lateness: 5 * s,
+			ooo: s, idle: 4 * s, skew: 5 * s, keys: 4, base: int64(12 * s), seeds: 40, ops: 20,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		// Many records per series and batch, out of order over a few panes: a series' head moves from
+		// pane to pane, taking and putting back totals and pending values (TestFullPendingValues...
+		// fills one).
+		{name: "sliding4s/1s-dense", size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 2,
+			maxBatch: 300, seeds: 24, ops: 16,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "sliding40ns/10ns", size: 40, slide: 10, lateness: 25, ooo: 7, idle: 50, skew: 30, keys: 4,
+			seeds: 40, ops: 24,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Quantiles: []float64{0.5}}}},
+		// Event times run ahead of the wall clock in stretches, within max_future_skew: W is held at
+		// now - max_out_of_orderness and windows fire as the clock moves.
+		{name: "tumbling10s-ahead", size: 10 * s, lateness: 5 * s, ooo: 2 * s, skew: 60 * s, lead: 45 * s,
+			keys: 4, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		{name: "sliding4s/1s-ahead-idle", size: 4 * s, slide: s, lateness: 2 * s, idle: 5 * s, skew: 20 * s,
+			lead: 15 * s, keys: 4, seeds: 30, ops: 30,
+			aggs: []Aggregation{{Quantiles: fullQuantiles}, {}}},
+		// per_source: a few sources, some tens of seconds behind the others, some silent for longer
+		// than source_idle_timeout at times.
+		{name: "per-source", size: 10 * s, lateness: 5 * s, ooo: s, skew: 30 * s, lead: 10 * s,
+			perSource: true, sourceIdle: 20 * s, maxSources: 8, sources: 4, sourceLag: 90 * s,
+			keys: 4, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "per-source-idle", size: 10 * s, slide: 5 * s, lateness: 5 * s, idle: 15 * s, skew: 30 * s, lead: 10 * s,
+			perSource: true, sourceIdle: 30 * s, maxSources: 16, sources: 4, sourceLag: 60 * s,
+			keys: 4, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
+		// More sources than max_sources: the ones past it count in the shared source.
+		{name: "per-source-max2", size: 10 * s, lateness: 5 * s, ooo: 2 * s, skew: 30 * s, lead: 5 * s,
+			perSource: true, sourceIdle: 20 * s, maxSources: 2, sources: 5, sourceLag: 60 * s,
+			keys: 4, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Histogram: true}, {}}},
+	}
+}
+
+type scenOp struct {
+	batchNow, collectNow int64
+	recs                 []refRec
+	snapBeforeCollect    bool // snapshot test: Snapshot and Restore between End and Collect
+	snapAfterCollect     bool // snapshot test: Snapshot and Restore after Collect
+	// restoreAt is the wall time of the Restore after Collect, at or after collectNow: the collector
+	// was not running in between.
+	restoreAt int64
+}
+
+type scenario struct {
+	cfg  *modelConfig
+	seed uint64
+	base int64
+	ops  []scenOp
+}
+
+func (sc *scenario) withOps(ops []scenOp) *scenario {
+	c := *sc
+	c.ops = ops
+	return &c
+}
+
+func (sc *scenario) records() int {
+	n := 0
+	for _, op := range sc.ops {
+		n += len(op.recs)
+	}
+	return n
+}
+
+func randIn(rng *rand.Rand, lo, hi int64) int64 {
+	if hi <= lo {
+		return lo
+	}
+	return lo + rng.Int64N(hi-lo+1)
+}
+
+func hashName(s string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// genValue draws a value: mostly log-uniform over [1e-3, 3.6e6], with NaN, infinities, zero, negatives
+// and repeats.
+func genValue(rng *rand.Rand, prev []float64, nanPct int) float64 {
+	r := rng.IntN(100)
+	switch {
+	case r < nanPct:
+		return math.NaN()
+	case r < nanPct+1:
+		return math.Inf(1)
+	case r < nanPct+2:
+		return math.Inf(-1)
+	case r < nanPct+4:
+		return 0
+	case r < nanPct+7:
+		return -math.Exp(math.Log(1e-3) + rng.Float64()*(math.Log(3.6e6)-math.Log(1e-3)))
+	case r < nanPct+12 && len(prev) > 0:
+		return prev[rng.IntN(len(prev))]
+	}
+	return math.Exp(math.Log(1e-3) + rng.Float64()*(math.Log(3.6e6)-math.Log(1e-3)))
+}
+
+// genScenario draws a stream for c. It runs a quiet model alongside to aim records at the watermark:
+// late ones, too-late ones, ones on window boundaries.
+func genScenario(c *modelConfig, seed uint64) *scenario {
+	rng := rand.New(rand.NewPCG(seed, hashName(c.name)))
+	m := newRefModel(c)
+	m.quiet = true
+	size, slide, late, ooo, idle, skew := int64(c.size), int64(c.slideOrSize()), int64(c.lateness), int64(c.ooo), int64(c.idle), int64(c.skew)
+	base := c.base
+	if base == 0 {
+		base = realNow + randIn(rng, 0, 1000)*int64(time.Second) + randIn(rng, 0, 3)*slide/3
+	}
+	sc := &scenario{cfg: c, seed: seed, base: base}
+	keys := make([]string, c.keys)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+		// Keys around the length a series holds in itself: at it, and one byte and more beyond.
+		switch i % 4 {
+		case 2:
+			keys[i] += strings.Repeat(".", inlineKeyLen-len(keys[i]))
+		case 3:
+			keys[i] += strings.Repeat("-", inlineKeyLen+1-len(keys[i])+i%7)
+		}
+	}
+	if c.emptyKey {
+		keys[0] = ""
+	}
+	now := base
+	// lag is how far the stream's event times are behind the wall clock; negative: ahead of it.
+	drawLag := func() int64 {
+		if c.lead > 0 && rng.IntN(2) == 0 {
+			return -randIn(rng, 1, int64(c.lead))
+		}
+		return randIn(rng, 0, size)
+	}
+	lag := drawLag()
+	redraw := 40
+	if c.lead > 0 {
+		redraw = 6 // switch between running behind and ahead of the clock within a stream
+	}
+	nanPct := 5 + rng.IntN(10)
+	var prev []float64
+	// With per_source: each source's lag behind the stream, and the wall time it is silent until.
+	srcNames := make([]string, c.sources)
+	srcLag := make([]int64, c.sources)
+	silentUntil := make([]int64, c.sources)
+	drawSrcLag := func(i int) int64 {
+		if i == 0 || rng.IntN(2) == 0 {
+			return randIn(rng, 0, int64(time.Second))
+		}
+		return randIn(rng, 10*int64(time.Second), int64(c.sourceLag))
+	}
+	for i := range srcNames {
+		srcNames[i] = "s" + strconv.Itoa(i)
+		srcLag[i] = drawSrcLag(i)
+	}
+	nOps := c.ops/2 + rng.IntN(c.ops)
+	for range nOps {
+		// advance the wall clock
+		switch r := rng.IntN(100); {
+		case r < 15:
+		case r < 80:
+			now += randIn(rng, 1, 2*slide)
+		case r < 92:
+			now += randIn(rng, size, 3*size)
+		case idle > 0:
+			now += randIn(rng, idle, 2*idle)
+		default:
+			now += randIn(rng, 0, 5*size)
+		}
+		if rng.IntN(redraw) == 0 {
+			lag = drawLag()
+		}
+		var active []int // the sources not silent now
+		for i := range srcNames {
+			if rng.IntN(20) == 0 {
+				srcLag[i] = drawSrcLag(i)
+			}
+			if rng.IntN(25) == 0 { // silent for about source_idle_timeout, often longer
+				silentUntil[i] = now + randIn(rng, int64(c.sourceIdle)/2, 3*int64(c.sourceIdle))
+			}
+			if silentUntil[i] <= now {
+				active = append(active, i)
+			}
+		}
+		op := scenOp{batchNow: now}
+		n := 1 + rng.IntN(cmp.Or(c.maxBatch, 20))
+		if rng.IntN(20) == 0 || (c.sources > 0 && len(active) == 0) {
+			n = 0
+		}
+		b := m.begin(now)
+		streamFrontier := now - lag
+		if b.wSet && b.w-slide > streamFrontier { // W is ahead of the stream: keep most records relevant
+			streamFrontier = b.w - slide
+		}
+		for range n {
+			frontier, src := streamFrontier, ""
+			if c.sources > 0 {
+				i := active[rng.IntN(len(active))]
+				frontier, src = streamFrontier-srcLag[i], srcNames[i]
+				b.source(src)
+			}
+			var t int64
+			anchor := frontier
+			if b.wSet {
+				anchor = b.w
+			}
+			switch r := rng.IntN(100); {
+			case r < 50: // around the frontier, out of order within max_out_of_orderness and a bit more
+				t = frontier + randIn(rng, -ooo-slide, slide)
+			case r < 65: // around W: on time, late or too late
+				t = anchor + randIn(rng, -(size+late+2*slide), ooo+slide/2)
+			case r < 77: // on a window boundary, or one that End will turn into W
+				s := anchor - mod(anchor, slide) + randIn(rng, -(size+late)/slide-1, 1)*slide
+				if rng.IntN(2) == 0 {
+					s += ooo
+				}
+				t = s + randIn(rng, -1, 1)
+			case r < 82: // the future, or just not
+				t = now + skew + randIn(rng, 0, 2)
+				if rng.IntN(2) == 0 {
+					t = now + skew + randIn(rng, 1, slide)
+				}
+			case r < 85: // invalid
+				t = -randIn(rng, 0, 2)
+			case r < 90: // long expired
+				t = anchor - size - late - randIn(rng, 0, 3*size)
+			case r < 91: // ahead of the wall clock, within the skew: W follows the clock up to it
+				t = now + randIn(rng, 0, min(skew, 3*size))
+			default: // near the frontier, exact multiples of the slide
+				t = frontier - mod(frontier, slide) + randIn(rng, -2, 1)*slide
+			}
+			agg := rng.IntN(len(c.aggs))
+			key := keys[min(rng.IntN(len(keys)), rng.IntN(len(keys)))]
+			v := genValue(rng, prev, nanPct)
+			if finite(v) {
+				prev = append(prev, v)
+			}
+			b.add(agg, key, t, v)
+			op.recs = append(op.recs, refRec{agg: agg, key: key, t: t, v: v, src: src})
+		}
+		b.end()
+		// the Collect after the batch, sometimes later on the wall clock
+		op.collectNow = now
+		switch r := rng.IntN(100); {
+		case r < 70:
+		case r < 82:
+			op.collectNow += randIn(rng, 1, slide)
+		case r < 92 && idle > 0 && m.idleArmed:
+			// aim the idle rule at a window end or expiry boundary, give or take 1 ns
+			target := m.wLast - mod(m.wLast, slide) + randIn(rng, 1, 3)*slide + randIn(rng, -1, 1)
+			if rng.IntN(2) == 0 {
+				target += late
+			}
+			at := m.lastAcceptWall + (target - m.wLast)
+			if at >= now && at-m.lastAcceptWall >= idle {
+				op.collectNow = at
+			}
+		default:
+			if idle > 0 {
+				op.collectNow += randIn(rng, idle/2, 2*idle)
+			} else {
+				op.collectNow += randIn(rng, 0, size)
+			}
+		}
+		if c.clockKeepsUp && m.anyAccepted {
+			op.collectNow = max(op.collectNow, m.maxEver)
+		}
+		m.collect(op.collectNow)
+		now = op.collectNow
+		op.snapBeforeCollect = rng.Float64() < c.snapBeforeCollectRate
+		op.snapAfterCollect = rng.Float64() < c.snapAfterCollectRate
+		if op.snapAfterCollect {
+			// Sometimes the collector is down for a while before the Restore.
+			op.restoreAt = now
+			if rng.IntN(2) == 0 {
+				op.restoreAt += randIn(rng, 1, 2*max(idle, int64(c.sourceIdle), size))
+			}
+			m.snapshot(now)
+			m.restore(op.restoreAt)
+			now = op.restoreAt
+		}
+		sc.ops = append(sc.ops, op)
+	}
+	return sc
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Running a stream against the engine.
+
+type runFailure struct {
+	op    int // the op at which the first mismatch showed; len(ops) for FireAll and the final accounting
+	final bool
+	lines []string
+}
+
+func (f *runFailure) String() string {
+	if f.final {
+		return fmt.Sprintf("at the final FireAll and accounting:\n%s", strings.Join(f.lines, "\n"))
+	}
+	return fmt.Sprintf("at op %d:\n%s", f.op, strings.Join(f.lines, "\n"))
+}
+
+type runOptions struct {
+	snapshots bool            // honour the ops' snapshot flags; compare firings with an uninterrupted engine
+	staged    bool            // stage each batch and Apply it, instead of one record at a time
+	trace     *[]string       // if set, gets a line per step
+	onEngine  func(e *Engine) // called after each op with the engine under test
+}
+
+func newModelEngine(c *modelConfig, now int64) (*Engine, *clock.Fake) {
+	clk := clock.NewFake(time.Unix(0, now))
+	e, err := New(c.engineConfig(clk))
+	if err != nil {
+		panic(err)
+	}
+	return e, clk
+}
+
+// snapshotAndRestore restores a snapshot of e, taken at its clock's time, into a fresh engine whose
+// clock reads restoreAt, with another shard count (which a snapshot does not fix) every other time.
+func snapshotAndRestore(c *modelConfig, e *Engine, restoreAt int64) (*Engine, *clock.Fake, error) {
+	snap := e.Snapshot(nil)
+	c2 := *c
+	c2.shards = []int{1, 0, 3, 64}[restores.Add(1)%4]
+	e2, clk := newModelEngine(&c2, restoreAt)
+	if err := e2.Restore(snap); err != nil {
+		return nil, nil, fmt.Errorf("Restore of a %d-byte snapshot: %w", len(snap), err)
+	}
+	clear(snap) // the restored engine must hold nothing of the snapshot's bytes
+	return e2, clk, nil
+}
+
+var restores atomic.Int64 // spreads the shard counts of restored engines
+
+// newSource reports whether record j of recs comes from another source than the one before it: where
+// a batch names the source of the records that follow.
+func newSource(recs []refRec, j int) bool { return j == 0 || recs[j].src != recs[j-1].src }
+
+// runScenario drives the engine and the model through sc and returns the first mismatch, or nil.
+//
+// With opt.snapshots the engine is snapshotted and restored at the ops' marks, and held to the model
+// and, bit for bit, to an engine that runs the stream uninterrupted (ref). A restore starts the idle
+// rule's and the sources' silences afresh (the collector was not running), so the two engines can part:
+// mU, the model of the uninterrupted engine, tells when W first differs, and from then on only the
+// model counts.
+func runScenario(sc *scenario, opt runOptions) *runFailure {
+	c := sc.cfg
+	tf := timeFmt{sc.base}
+	e, clk := newModelEngine(c, sc.base)
+	var ref *Engine
+	var refClk *clock.Fake
+	var mU *refModel
+	if opt.snapshots {
+		ref, refClk = newModelEngine(c, sc.base)
+		mU = newRefModel(c)
+		mU.quiet = true
+	}
+	m := newRefModel(c)
+	trace := func(format string, args ...any) {
+		if opt.trace != nil {
+			*opt.trace = append(*opt.trace, fmt.Sprintf(format, args...))
+		}
+	}
+	part := func(when string) {
+		if ref != nil && mU.watermark() != m.watermark() {
+			trace("  %s: W %s restored, %s uninterrupted: the uninterrupted engine no longer counts",
+				when, tf.t(m.watermark()), tf.t(mU.watermark()))
+			ref = nil
+		}
+	}
+	totals := map[windowID]uint64{}
+	var tally [numVerdicts]uint64
+	var firsts, lates uint64
+	account := func(fs []firingRec) {
+		for i := range fs {
+			totals[fs[i].window()] += fs[i].Count
+			if fs[i].Late {
+				lates++
+			} else {
+				firsts++
+			}
+		}
+	}
+	compare := func(want, got, refGot []firingRec, withRef bool) []string {
+		out := compareToModel(tf, c.aggs, want, got)
+		if withRef {
+			out = append(out, compareStrict(tf, refGot, got)...)
+		}
+		return out
+	}
+	traceFirings := func(what string, want, got []firingRec) {
+		if opt.trace == nil {
+			return
+		}
+		for i := range want {
+			trace("    model  %s: %s", what, tf.firing(&want[i]))
+		}
+		for i := range got {
+			trace("    engine %s: %s", what, tf.firing(&got[i]))
+		}
+	}
+	var key []byte // the key buffer given to stage, scribbled on after each record: the engine must copy it
+	for i, op := range sc.ops {
+		var lines []string
+		clk.Set(time.Unix(0, op.batchNow))
+		b := e.Begin(op.batchNow)
+		mb := m.begin(op.batchNow)
+		if opt.trace != nil {
+			trace("op %d: batch at wall %s, W at Begin %s", i, tf.t(op.batchNow), tf.t(mb.watermarkOrInf()))
+		}
+		var rb *Batch
+		var ub *refBatch
+		if mU != nil {
+			ub = mU.begin(op.batchNow)
+			part("at Begin")
+		}
+		if ref != nil {
+			refClk.Set(time.Unix(0, op.batchNow))
+			rb = ref.Begin(op.batchNow)
+		}
+		// With opt.staged every record is staged and the batch applied at the end, so a verdict is
+		// known only then: engineVerdicts holds them by record. engineShared holds what SetSource
+		// said where the source changes.
+		engineVerdicts := make([]Verdict, len(op.recs))
+		engineShared := make([]bool, len(op.recs))
+		if opt.staged {
+			for j, r := range op.recs {
+				if c.perSource && newSource(op.recs, j) {
+					engineShared[j] = b.SetSource([]byte(r.src))
+				}
+				key = append(key[:0], r.key...)
+				engineVerdicts[j] = b.stage(r.agg, key, r.t, r.v, int32(j))
+				for k := range key {
+					key[k] = '#'
+				}
+			}
+			b.Apply(func(tag int32, vd Verdict, _ int64) {
+				if engineVerdicts[tag] != OnTime {
+					panic(fmt.Sprintf("Apply reported record %d twice or after stage refused it", tag))
+				}
+				engineVerdicts[tag] = vd
+			})
+		}
+		for j, r := range op.recs {
+			if c.perSource && newSource(op.recs, j) {
+				if !opt.staged {
+					engineShared[j] = b.SetSource([]byte(r.src))
+				}
+				want := mb.source(r.src)
+				if ub != nil {
+					ub.source(r.src)
+				}
+				if rb != nil {
+					rb.SetSource([]byte(r.src))
+				}
+				if opt.trace != nil {
+					trace("  source %q: model shared=%v, engine shared=%v", r.src, want, engineShared[j])
+				}
+				if engineShared[j] != want {
+					lines = append(lines, fmt.Sprintf("  record %d: SetSource(%q) reported shared=%v, want %v", j, r.src, engineShared[j], want))
+				}
+			}
+			var got Verdict
+			if opt.staged {
+				got = engineVerdicts[j]
+			} else {
+				key = append(key[:0], r.key...)
+				got = addOne(b, r.agg, key, r.t, r.v)
+				for k := range key {
+					key[k] = '#'
+				}
+			}
+			want := mb.add(r.agg, r.key, r.t, r.v)
+			if ub != nil {
+				ub.add(r.agg, r.key, r.t, r.v)
+			}
+			if got < numVerdicts {
+				tally[got]++
+			}
+			if opt.trace != nil {
+				trace("  rec %d: agg%d key=%q t=%s v=%g -> model %v, engine %v", j, r.agg, r.key, tf.t(r.t), r.v, want, got)
+			}
+			if got != want {
+				var fates []string
+				if r.t > 0 && r.t <= op.batchNow+m.skew {
+					for _, s := range m.windowStarts(r.t) {
+						fates = append(fates, fmt.Sprintf("%s:%v", tf.window(s, s+m.size), mb.windowFate(s)))
+					}
+				}
+				lines = append(lines, fmt.Sprintf("  record %d (agg%d key=%q t=%s v=%g): verdict %v, want %v (W at Begin %s; windows %s)",
+					j, r.agg, r.key, tf.t(r.t), r.v, got, want, tf.t(mb.watermarkOrInf()), strings.Join(fates, " ")))
+			}
+			if rb != nil {
+				if rv := addOne(rb, r.agg, []byte(r.key), r.t, r.v); rv != got {
+					lines = append(lines, fmt.Sprintf("  record %d: verdict %v, the uninterrupted engine said %v", j, got, rv))
+				}
+			}
+		}
+		b.End()
+		mb.end()
+		if ub != nil {
+			ub.end()
+			part("after End")
+		}
+		if rb != nil {
+			rb.End()
+		}
+		if got, want := e.Watermark(), m.watermarkAt(op.batchNow); got != want {
+			lines = append(lines, fmt.Sprintf("  after End: Watermark() = %s, want %s", tf.t(got), tf.t(want)))
+		}
+		if opt.snapshots && op.snapBeforeCollect {
+			var err error
+			m.snapshot(op.batchNow)
+			if e, clk, err = snapshotAndRestore(c, e, op.batchNow); err != nil {
+				lines = append(lines, "  "+err.Error())
+				return &runFailure{op: i, lines: lines}
+			}
+			m.restore(op.batchNow)
+			trace("  snapshot + restore before Collect")
+		}
+		clk.Set(time.Unix(0, op.collectNow))
+		got := collectFiringsOf(e, op.collectNow, opt.snapshots)
+		want := m.collect(op.collectNow)
+		if mU != nil {
+			mU.collect(op.collectNow)
+			part("at Collect")
+		}
+		var refGot []firingRec
+		withRef := ref != nil
+		if ref != nil {
+			refClk.Set(time.Unix(0, op.collectNow))
+			refGot = collectFirings(ref, op.collectNow)
+		}
+		account(got)
+		if opt.trace != nil {
+			trace("  collect at wall %s: W model %s, engine %s", tf.t(op.collectNow), tf.t(m.watermark()), tf.t(e.Watermark()))
+		}
+		traceFirings("fired", want, got)
+		if gw, ww := e.Watermark(), m.watermarkAt(op.collectNow); gw != ww {
+			lines = append(lines, fmt.Sprintf("  after Collect(%s): Watermark() = %s, want %s", tf.t(op.collectNow), tf.t(gw), tf.t(ww)))
+		}
+		lines = append(lines, compare(want, got, refGot, withRef)...)
+		if opt.snapshots && op.snapAfterCollect {
+			restoreAt := max(op.restoreAt, op.collectNow)
+			var err error
+			m.snapshot(op.collectNow)
+			if e, clk, err = snapshotAndRestore(c, e, restoreAt); err != nil {
+				lines = append(lines, "  "+err.Error())
+				return &runFailure{op: i, lines: lines}
+			}
+			m.restore(restoreAt)
+			if opt.trace != nil {
+				trace("  snapshot + restore after Collect, restored at wall %s", tf.t(restoreAt))
+			}
+		}
+		if opt.onEngine != nil && e != nil {
+			opt.onEngine(e)
+		}
+		if len(lines) > 0 {
+			return &runFailure{op: i, lines: lines}
+		}
+	}
+	// FireAll, then the accounting of every window.
+	var lines []string
+	got := fireAllFiringsOf(e, opt.snapshots)
+	want := m.fireAll()
+	var refGot []firingRec
+	withRef := ref != nil
+	if ref != nil {
+		refGot = fireAllFirings(ref)
+	}
+	account(got)
+	trace("FireAll")
+	traceFirings("FireAll", want, got)
+	if d := compare(want, got, refGot, withRef); len(d) > 0 {
+		lines = append(lines, "  FireAll:")
+		lines = append(lines, d...)
+	}
+	for id, n := range m.added {
+		if g := totals[windowID{id.agg, false, id.key, id.start}]; g != n {
+			lines = append(lines, fmt.Sprintf("  accounting: window agg%d %q %s: firings carried %d records in all, %d were added",
+				id.agg, id.key, tf.window(id.start, id.start+m.size), g, n))
+		}
+	}
+	for id, n := range totals {
+		if id.Overflow || m.added[refWinID{id.Agg, id.Key, id.Start}] == 0 {
+			lines = append(lines, fmt.Sprintf("  accounting: window agg%d %q overflow=%v %s: firings carried %d records, none was added",
+				id.Agg, id.Key, id.Overflow, tf.window(id.Start, id.Start+m.size), n))
+		}
+	}
+	if !opt.snapshots {
+		st := e.Stats()
+		if st.verdicts != tally {
+			lines = append(lines, fmt.Sprintf("  Stats().verdicts = %v, the Adds returned %v", st.verdicts, tally))
+		}
+		if st.WindowsFired != firsts || st.LateFirings != lates {
+			lines = append(lines, fmt.Sprintf("  Stats() WindowsFired=%d LateFirings=%d, handed out %d first and %d late firings",
+				st.WindowsFired, st.LateFirings, firsts, lates))
+		}
+		for a, n := range st.ActiveSeries {
+			if n != 0 {
+				lines = append(lines, fmt.Sprintf("  after FireAll: Stats().ActiveSeries[%d] = %d, want 0", a, n))
+			}
+		}
+	}
+	if len(lines) > 0 {
+		return &runFailure{op: len(sc.ops), final: true, lines: lines}
+	}
+	return nil
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Shrinking a failing stream.
+
+// ddmin removes as many of n items as it can while fails(keep) holds, by halving chunk sizes.
+func ddmin(n int, fails func(keep []bool) bool, budget *int) []bool {
+	keep := make([]bool, n)
+	for i := range keep {
+		keep[i] = true
+	}
+	for chunk := max(n/2, 1); chunk >= 1; chunk /= 2 {
+		for start := 0; start < n && *budget > 0; start += chunk {
+			try := slices.Clone(keep)
+			changed := false
+			for i := start; i < min(start+chunk, n); i++ {
+				changed = changed || try[i]
+				try[i] = false
+			}
+			if !changed {
+				continue
+			}
+			*budget--
+			if fails(try) {
+				keep = try
+			}
+		}
+		if chunk == 1 {
+			break
+		}
+	}
+	return keep
+}
+
+func shrinkScenario(sc *scenario, opt runOptions) *scenario {
+	fails := func(s *scenario) bool { return runScenario(s, opt) != nil }
+	f := runScenario(sc, opt)
+	if f == nil {
+		return sc
+	}
+	cur := sc
+	if f.op < len(cur.ops) {
+		cur = cur.withOps(slices.Clone(cur.ops[:f.op+1]))
+	}
+	budget := 4000
+	for round := 0; round < 4 && budget > 0; round++ {
+		before := fmt.Sprint(len(cur.ops), cur.records())
+		// drop ops
+		keep := ddmin(len(cur.ops), func(keep []bool) bool {
+			var ops []scenOp
+			for i, k := range keep {
+				if k {
+					ops = append(ops, cur.ops[i])
+				}
+			}
+			return fails(cur.withOps(ops))
+		}, &budget)
+		var ops []scenOp
+		for i, k := range keep {
+			if k {
+				ops = append(ops, cur.ops[i])
+			}
+		}
+		cur = cur.withOps(ops)
+		// drop records
+		type ref struct{ op, rec int }
+		var all []ref
+		for i, op := range cur.ops {
+			for j := range op.recs {
+				all = append(all, ref{i, j})
+			}
+		}
+		build := func(keep []bool) *scenario {
+			ops := make([]scenOp, len(cur.ops))
+			for i, op := range cur.ops {
+				ops[i] = op
+				ops[i].recs = nil
+			}
+			for k, r := range all {
+				if keep[k] {
+					ops[r.op].recs = append(ops[r.op].recs, cur.ops[r.op].recs[r.rec])
+				}
+			}
+			return cur.withOps(ops)
+		}
+		cur = build(ddmin(len(all), func(keep []bool) bool { return fails(build(keep)) }, &budget))
+		// simplify: Collect at the batch's wall time, no snapshots
+		for i := range cur.ops {
+			for _, edit := range []func(op *scenOp){
+				func(op *scenOp) { op.collectNow = op.batchNow },
+				func(op *scenOp) { op.snapBeforeCollect = false },
+				func(op *scenOp) { op.snapAfterCollect = false },
+				func(op *scenOp) { op.restoreAt = min(op.restoreAt, op.collectNow) },
+			} {
+				ops := slices.Clone(cur.ops)
+				edit(&ops[i])
+				if budget--; fmt.Sprintf("%+v", ops[i]) != fmt.Sprintf("%+v", cur.ops[i]) && fails(cur.withOps(ops)) {
+					cur = cur.withOps(ops)
+				}
+			}
+		}
+		if fmt.Sprint(len(cur.ops), cur.records()) == before {
+			break
+		}
+	}
+	return cur
+}
+
+// describeScenario prints a stream as Go-like data, with times relative to its base.
+func describeScenario(sc *scenario) string {
+	var b strings.Builder
+	tf := timeFmt{sc.base}
+	fmt.Fprintf(&b, "config %s\nseed %d, base wall clock %d\n", sc.cfg, sc.seed, sc.base)
+	for i, op := range sc.ops {
+		fmt.Fprintf(&b, "op %d: Begin(base%+v)", i, time.Duration(op.batchNow-sc.base))
+		for j, r := range op.recs {
+			if sc.cfg.perSource && newSource(op.recs, j) {
+				fmt.Fprintf(&b, " SetSource(%q)", r.src)
+			}
+			fmt.Fprintf(&b, " record(%d, %q, %s, %g)", r.agg, r.key, tf.t(r.t), r.v)
+		}
+		fmt.Fprintf(&b, " End()")
+		if op.snapBeforeCollect {
+			b.WriteString(" Snapshot+Restore")
+		}
+		fmt.Fprintf(&b, " Collect(base%+v)", time.Duration(op.collectNow-sc.base))
+		if op.snapAfterCollect {
+			fmt.Fprintf(&b, " Snapshot+Restore(base%+v)", time.Duration(max(op.restoreAt, op.collectNow)-sc.base))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// reportFailure shrinks sc and writes the minimal stream, its full trace and the mismatch.
+func reportFailure(t *testing.T, sc *scenario, opt runOptions, f *runFailure) {
+	t.Helper()
+	small := shrinkScenario(sc, opt)
+	sf := runScenario(small, opt)
+	var trace []string
+	topt := opt
+	topt.trace = &trace
+	runScenario(small, topt)
+	if sf == nil { // should not happen: the shrinker keeps a failing stream
+		small, sf = sc, f
+	}
+	t.Errorf("%s seed %d: engine and model disagree %s\n\nminimal failing stream (%d ops, %d records, shrunk from %d ops, %d records):\n%s\nits mismatch %s\n\ntrace:\n%s",
+		sc.cfg.name, sc.seed, f, len(small.ops), small.records(), len(sc.ops), sc.records(),
+		describeScenario(small), sf, strings.Join(trace, "\n"))
+}
+
+func seedsFor(c *modelConfig) int {
+	if s := os.Getenv("STREAM_MODEL_SEEDS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	if testing.Short() {
+		return max(c.seeds/5, 1)
+	}
+	return c.seeds
+}
+
+// scenarios holds streams drawn once for two runs: TestEngineMatchesReferenceModel and
+// TestStagedBatchesMatchReferenceModel run the same ones; the second run takes it out.
+var scenarios sync.Map
+
+// sharedScenario returns genScenario(c, seed), drawn once for two callers when share is set.
+func sharedScenario(c *modelConfig, seed uint64, share bool) *scenario {
+	if !share {
+		return genScenario(c, seed)
+	}
+	k := fmt.Sprintf("%s/%d", c.name, seed)
+	if sc, ok := scenarios.LoadAndDelete(k); ok {
+		return sc.(*scenario)
+	}
+	sc := genScenario(c, seed)
+	scenarios.Store(k, sc)
+	return sc
+}
+
+// runSeeds runs every seed of c with opt, reports the first failing one in full and the rest briefly.
+func runSeeds(t *testing.T, c *modelConfig, opt runOptions) {
+	only := os.Getenv("STREAM_MODEL_ONLY")
+	var failed []uint64
+	for s := range seedsFor(c) {
+		seed := uint64(s)
+		if only != "" && only != fmt.Sprintf("%s:%d", c.name, seed) {
+			continue
+		}
+		sc := sharedScenario(c, seed, !opt.snapshots)
+		if only != "" {
+			var trace []string
+			o := opt
+			o.trace = &trace
+			f := runScenario(sc, o)
+			t.Logf("%s\n%s\nresult: %v", describeScenario(sc), strings.Join(trace, "\n"), f)
+		}
+		f := runScenario(sc, opt)
+		if f == nil {
+			continue
+		}
+		failed = append(failed, seed)
+		switch {
+		case len(failed) == 1:
+			reportFailure(t, sc, opt, f)
+		case len(failed) <= 4:
+			t.Errorf("%s seed %d also fails %s", c.name, seed, f)
+		}
+	}
+	if len(failed) > 0 {
+		t.Errorf("%s: %d of %d seeds failed: %v (rerun one with STREAM_MODEL_ONLY=%s:%d)",
+			c.name, len(failed), seedsFor(c), failed, c.name, failed[0])
+	}
+}
