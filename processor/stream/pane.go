@@ -4,56 +4,57 @@ import (
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
-// stats are the scalar aggregates of a set of records.
-type stats struct {
+// totals are the scalar aggregates of a set of records (a pane's, a series' head's or a window's): their
+// count, and the count, sum, min and max of their finite values.
+type totals struct {
 	count      uint64  // records
 	valueCount uint64  // records with a finite value
 	sum        float64 // of the values
 	min, max   float64 // of the values; meaningful when valueCount > 0
 }
 
-func (s *stats) add(v float64, hasValue bool) {
-	s.count++
+func (t *totals) add(v float64, hasValue bool) {
+	t.count++
 	if !hasValue {
 		return
 	}
 	// Values are finite (NaN never gets here), so plain comparisons do what math.Min and math.Max
 	// would, faster.
-	if s.valueCount == 0 || v < s.min {
-		s.min = v
+	if t.valueCount == 0 || v < t.min {
+		t.min = v
 	}
-	if s.valueCount == 0 || v > s.max {
-		s.max = v
+	if t.valueCount == 0 || v > t.max {
+		t.max = v
 	}
-	s.valueCount++
-	s.sum += v
+	t.valueCount++
+	t.sum += v
 }
 
-func (s *stats) merge(o *stats) {
-	s.count += o.count
+func (t *totals) merge(o *totals) {
+	t.count += o.count
 	if o.valueCount == 0 {
 		return
 	}
-	if s.valueCount == 0 || o.min < s.min {
-		s.min = o.min
+	if t.valueCount == 0 || o.min < t.min {
+		t.min = o.min
 	}
-	if s.valueCount == 0 || o.max > s.max {
-		s.max = o.max
+	if t.valueCount == 0 || o.max > t.max {
+		t.max = o.max
 	}
-	s.valueCount += o.valueCount
-	s.sum += o.sum
+	t.valueCount += o.valueCount
+	t.sum += o.sum
 }
 
 // pane holds one series' records of one slide, [start, start+slide). A series keeps its panes by
 // value, contiguous, so that merging a window's panes reads memory in order.
 type pane struct {
 	start int64
-	total stats
+	total totals
 	hist  *sketch.Histogram // its values; nil unless the aggregation keeps a sketch
 	// delta holds the records added since the shard's last flush point that were late for a window
 	// containing this pane (LateUpdate). Between flush points the fired windows do not change, so one
 	// delta serves every window that will fire late for it.
-	delta     stats
+	delta     totals
 	deltaHist *sketch.Histogram // values of delta; nil unless the aggregation reports a histogram
 }
 
@@ -74,7 +75,7 @@ func (p *pane) clearDelta() {
 	if p.delta.count == 0 {
 		return
 	}
-	p.delta = stats{}
+	p.delta = totals{}
 	if p.deltaHist != nil {
 		p.deltaHist.Reset()
 	}

@@ -9,8 +9,9 @@ import (
 // series is one distinct key of one aggregation, with its live panes.
 //
 // Adding a record reads and writes the series alone, on three cache lines: the first two, which
-// finding it compares and which hold its head, and the one of its next pending value. A series is
-// 448 bytes, seven cache lines, so that its fields lie on the same lines in every series.
+// finding it compares and which hold its head, and the one of its next pending value. Its size is a
+// whole number of cache lines, of a size class that starts every series on a cache line, so that its
+// fields lie on the same lines in every series.
 type series struct {
 	// The fields that finding a series compares come first, with a short key in the series itself
 	// (see setKey), so that finding one reads one or two cache lines, not the series and then its key.
@@ -25,7 +26,7 @@ type series struct {
 	// totals are stale meanwhile, and the values in pending are not in headHist yet: see shard.add.
 	// Records mostly go to a series' newest pane, so they add to the head and leave the pane alone.
 	headStart int64
-	head      stats
+	head      totals
 	// headHist is the pane's sketch, kept here so that inserting the gathered values, every
 	// pendingValues records, does not have to find the pane again.
 	headHist *sketch.Histogram
@@ -117,7 +118,7 @@ func (s *series) putHead(g *windowing) {
 	}
 	s.insertPending(g)
 	s.paneAt(s.headStart).total = s.head
-	s.head, s.headHist = stats{}, nil
+	s.head, s.headHist = totals{}, nil
 }
 
 // addToHead adds a record to the series' head; hasValue says v is finite.

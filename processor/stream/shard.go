@@ -26,7 +26,7 @@ type shard struct {
 	pool     sketchPool
 
 	// scratch for merging panes into a window
-	wTotal, wDelta   stats
+	wTotal, wDelta   totals
 	wHist, wDeltaHst *sketch.Histogram
 
 	windowsFired, lateFirings uint64 // firings produced, read under mu
@@ -242,7 +242,7 @@ func (s *shard) fireLate(se *series, oldW int64) {
 // firing of a window whose records are all late ones, it emits a first firing instead.
 func (s *shard) emit(se *series, start, end int64, late bool) {
 	a := &s.aggs[se.agg]
-	s.wTotal, s.wDelta = stats{}, stats{}
+	s.wTotal, s.wDelta = totals{}, totals{}
 	if late && a.Histogram {
 		s.wDeltaHst.Reset()
 	}

@@ -83,12 +83,12 @@ func (e *Engine) encodeConfig(enc *encoder) {
 	}
 }
 
-func encodeStats(enc *encoder, s *stats) {
-	enc.uvarint(s.count)
-	enc.uvarint(s.valueCount)
-	enc.float(s.sum)
-	enc.float(s.min)
-	enc.float(s.max)
+func encodeTotals(enc *encoder, t *totals) {
+	enc.uvarint(t.count)
+	enc.uvarint(t.valueCount)
+	enc.float(t.sum)
+	enc.float(t.min)
+	enc.float(t.max)
 }
 
 func encodeSketch(enc *encoder, h *sketch.Histogram) {
@@ -106,8 +106,8 @@ func encodeSeries(enc *encoder, se *series) {
 	for i := range se.panes {
 		p := &se.panes[i]
 		enc.varint(p.start)
-		encodeStats(enc, &p.total)
-		encodeStats(enc, &p.delta)
+		encodeTotals(enc, &p.total)
+		encodeTotals(enc, &p.delta)
 		encodeSketch(enc, p.hist)
 		encodeSketch(enc, p.deltaHist)
 	}
@@ -261,10 +261,10 @@ func (e *Engine) checkConfig(d *decoder) error {
 	return d.err
 }
 
-func decodeStats(d *decoder, s *stats) {
-	s.count, s.valueCount = d.uvarint(), d.uvarint()
-	s.sum, s.min, s.max = d.float(), d.float(), d.float()
-	if s.valueCount > s.count {
+func decodeTotals(d *decoder, t *totals) {
+	t.count, t.valueCount = d.uvarint(), d.uvarint()
+	t.sum, t.min, t.max = d.float(), d.float(), d.float()
+	if t.valueCount > t.count {
 		d.fail()
 	}
 }
@@ -304,8 +304,8 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 	}
 	for range n {
 		p := pane{start: d.varint()}
-		decodeStats(d, &p.total)
-		decodeStats(d, &p.delta)
+		decodeTotals(d, &p.total)
+		decodeTotals(d, &p.delta)
 		p.hist = decodeSketch(d, a.keepsSketch())
 		p.deltaHist = decodeSketch(d, a.Histogram)
 		if d.err != nil {
