@@ -21,7 +21,7 @@ type output struct {
 	// needsValue: a value output, refused for an aggregation without a value.
 	needsValue bool
 	metric     metricShape
-	// description of the metric. A family's is a format with the configured name.
+	// description of the metric. In a family's, its name (pNN) stands for the configured one.
 	description string
 	// value is a double output's value for a result; q is the output's index among the family's
 	// configured members (the percentile's index in Result.Quantiles). count's is intValue; the
@@ -57,7 +57,7 @@ var outputs = []output{
 	{name: "max", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Greatest value in the window.",
 		value: func(r *stream.Result, _ int) float64 { return r.Max }},
 	{name: "pNN", pattern: regexp.MustCompile(`^p([0-9]{1,6})$`), needsValue: true, metric: shapeGauge, ofWindowValues: true,
-		description: "Percentile %s of the values in the window, within 1% relative error.",
+		description: "Percentile pNN of the values in the window, within 1% relative error.",
 		value:       func(r *stream.Result, q int) float64 { return r.Quantiles[q] }},
 	{name: "histogram", needsValue: true, metric: shapeHistogram, description: "Exponential histogram of the values in the window" + lateDeltas},
 }
@@ -139,7 +139,7 @@ func (c *aggregation) hasOutput(name string) bool {
 func (e *emitted) describe(m pmetric.Metric, a *aggregation) {
 	desc := e.def.description
 	if e.def.pattern != nil {
-		desc = fmt.Sprintf(desc, e.name)
+		desc = strings.Replace(desc, e.def.name, e.name, 1)
 	}
 	m.SetDescription(desc)
 	m.SetUnit(a.unit)

@@ -2,6 +2,7 @@ package windowaggregator
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -51,13 +52,16 @@ func TestEveryOutputOfTheTable(t *testing.T) {
 			got[ms.At(i).Name()] = ms.At(i)
 		}
 	}
+	if d := got["o.p50"].Description(); d != "Percentile p50 of the values in the window, within 1% relative error." {
+		t.Errorf("o.p50's description is %q", d)
+	}
 	for row, w := range cases {
 		m, ok := got[w.metric]
 		switch {
 		case !ok:
 			t.Errorf("%s: no metric %s", row, w.metric)
 			continue
-		case m.Type() != w.typ || m.Unit() != w.unit || m.Description() == "":
+		case m.Type() != w.typ || m.Unit() != w.unit || m.Description() == "" || strings.Contains(m.Description(), "%!"):
 			t.Errorf("%s: %s is a %v in %q (%q), want a %v in %q with a description", row, w.metric, m.Type(), m.Unit(), m.Description(), w.typ, w.unit)
 			continue
 		}
