@@ -117,8 +117,9 @@ func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 // in the batch, unless the record's time is invalid or in the future. The record's outcome is settled
 // by apply.
 func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
-	tag := int32(len(run.sc.state))
 	r, kb, b := &run.sc.view, &run.sc.key, run.b
+	rec := &run.rec
+	rec.Time, rec.Tag = t, int32(len(run.sc.state))
 	st := unmatched
 	for _, a := range aggs {
 		if !a.matches(r) {
@@ -139,7 +140,8 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 		if a.buildKey(kb, r) {
 			run.tl.truncated++
 		}
-		b.StageChecked(a.index, kb.Key(), t, v, tag) // checked above, once per record
+		rec.Agg, rec.Key, rec.Value = a.index, kb.Key(), v
+		b.StageChecked(rec) // its time checked above, once per record
 	}
 	run.sc.state = append(run.sc.state, st)
 }
@@ -314,7 +316,8 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 // ingestRun is one ingest call: its batch, its tally and its scratch.
 type ingestRun struct {
 	s       *shared
-	now     int64 // wall time the run began at
+	rec     stream.Record // the record being staged, one aggregation after another
+	now     int64         // wall time the run began at
 	b       *stream.Batch
 	tl      tally
 	sc      *scratch

@@ -226,21 +226,29 @@ func (b *Batch) stage(agg int, key []byte, t int64, v float64, tag int32) Verdic
 		b.verdicts[vd]++
 		return vd
 	}
-	b.StageChecked(agg, key, t, v, tag)
+	b.StageChecked(&Record{Agg: agg, Key: key, Time: t, Value: v, Tag: tag})
 	return OnTime
 }
 
-// StageChecked queues a record of aggregation agg at event time t with value v for series key, with
-// a tag for the caller to know it by; its verdict comes from Apply. t must be one that Check has found
-// OnTime in this batch: the caller checks it, once for a record it stages for several aggregations.
-// The key's bytes are copied, so the caller may reuse its buffer. A NaN or infinite v is counted but
-// left out of the value aggregates.
-func (b *Batch) StageChecked(agg int, key []byte, t int64, v float64, tag int32) {
+// Record is one record of one aggregation as the engine takes it: what the component reads of a span
+// or a log record for that aggregation.
+type Record struct {
+	Agg   int     // the aggregation: its index in Config.Aggregations
+	Key   []byte  // the series key; staging copies it, so the caller may reuse its buffer
+	Time  int64   // event time, Unix ns
+	Value float64 // a NaN or infinite value is counted but left out of the value aggregates
+	Tag   int32   // the caller's name for the record, handed back by Apply with its verdict
+}
+
+// StageChecked queues record r, whose verdict comes from Apply. Its time must be one that Check has
+// found OnTime in this batch: the caller checks it, once for a record it stages for several
+// aggregations.
+func (b *Batch) StageChecked(r *Record) {
 	b.staged = append(b.staged, staged{
-		hash: b.e.hash(agg, key), t: t, p: b.paneStart(t), v: v,
-		keyOff: uint32(len(b.keys)), keyLen: uint32(len(key)), agg: uint16(agg), src: b.src, tag: tag,
+		hash: b.e.hash(r.Agg, r.Key), t: r.Time, p: b.paneStart(r.Time), v: r.Value,
+		keyOff: uint32(len(b.keys)), keyLen: uint32(len(r.Key)), agg: uint16(r.Agg), src: b.src, tag: r.Tag,
 	})
-	b.keys = append(b.keys, key...)
+	b.keys = append(b.keys, r.Key...)
 }
 
 // Apply adds every record staged since the last Apply, shard by shard, and calls late with the tag
