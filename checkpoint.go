@@ -59,19 +59,19 @@ func (c *checkpointer) restore(ctx context.Context) {
 	data, err := c.client.Get(ctx, checkpointKey)
 	switch {
 	case err != nil:
-		s.tel.checkpoints.Add(ctx, 1, reasonAttr("restore_failed"))
+		s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
 		s.logger.Error("Cannot read the window state checkpoint; starting with empty windows", zap.Error(err))
 		return
 	case data == nil:
-		s.tel.checkpoints.Add(ctx, 1, reasonAttr("empty"))
+		s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("empty"))
 		return
 	}
 	if err := c.decode(data); err != nil {
-		s.tel.checkpoints.Add(ctx, 1, reasonAttr("restore_failed"))
+		s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
 		s.logger.Error("Discarding an unreadable window state checkpoint; starting with empty windows", zap.Error(err))
 		return
 	}
-	s.tel.checkpoints.Add(ctx, 1, reasonAttr("restored"))
+	s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restored"))
 	s.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
 }
 
@@ -218,11 +218,11 @@ func (c *checkpointer) save(ctx context.Context) {
 	}
 	data := c.encode()
 	if err := c.client.Set(ctx, checkpointKey, data); err != nil {
-		c.s.tel.checkpoints.Add(ctx, 1, reasonAttr("save_failed"))
+		c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
 		c.s.logger.Error("Cannot save the window state checkpoint", zap.Error(err))
 		return
 	}
-	c.s.tel.checkpoints.Add(ctx, 1, reasonAttr("saved"))
+	c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
 }
 
 func (c *checkpointer) shutdown(ctx context.Context) error {

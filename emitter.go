@@ -117,7 +117,7 @@ func (em *emitter) sendLocked(ctx context.Context) {
 						zap.Int("data_points", n))
 				}
 			}
-			s.tel.pointsDropped.Add(ctx, int64(n), reasonAttr(reason))
+			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(n), reasonAttr(reason))
 			continue
 		}
 		for i, to := range targets {
@@ -140,7 +140,7 @@ func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, point
 			em.enqueue(ctx, to, md, points)
 			return
 		}
-		s.tel.pointsDropped.Add(ctx, int64(points), reasonAttr("shutdown"))
+		s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(points), reasonAttr("shutdown"))
 		return
 	}
 	err := to.next.ConsumeMetrics(ctx, md)
@@ -148,12 +148,12 @@ func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, point
 		return
 	}
 	if consumererror.IsPermanent(err) {
-		s.tel.emitFailures.Add(ctx, 1, reasonAttr("permanent"))
-		s.tel.pointsDropped.Add(ctx, int64(points), reasonAttr("permanent_error"))
+		s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("permanent"))
+		s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(points), reasonAttr("permanent_error"))
 		s.logger.Error("Dropping window results: the metrics consumer rejected them permanently", zap.Int("data_points", points), zap.Error(err))
 		return
 	}
-	s.tel.emitFailures.Add(ctx, 1, reasonAttr("retryable"))
+	s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("retryable"))
 	em.enqueue(ctx, to, md, points)
 	s.logger.Warn("Window results not delivered; keeping them for the next flush", zap.Int("data_points", points), zap.Error(err))
 }
@@ -164,7 +164,7 @@ func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, po
 	if len(em.queue) >= s.cfg.Emit.MaxPending {
 		oldest := em.queue[0]
 		em.queue = em.queue[1:]
-		s.tel.pointsDropped.Add(ctx, int64(oldest.points), reasonAttr("queue_full"))
+		s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(oldest.points), reasonAttr("queue_full"))
 		s.logger.Warn("Dropping the oldest window results kept for retry: emit.max_pending reached", zap.Int("data_points", oldest.points))
 	}
 	em.queue = append(em.queue, pendingBatch{to: to, md: md, points: points})
@@ -187,7 +187,7 @@ func (em *emitter) stopSink(ctx context.Context, to *sink) {
 				em.queue = append(em.queue, p) // saved with the checkpoint, sent after the next start
 				continue
 			}
-			em.s.tel.pointsDropped.Add(ctx, int64(p.points), reasonAttr("shutdown"))
+			em.s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reasonAttr("shutdown"))
 			em.s.logger.Error("Dropping window results at shutdown: the metrics consumer failed", zap.Int("data_points", p.points), zap.Error(err))
 		}
 	}

@@ -83,32 +83,32 @@ type tally struct {
 func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 	tel := s.tel
 	if t.aggregated > 0 {
-		tel.records.Add(ctx, t.aggregated, attrOutcomeAggregated...)
+		tel.WindowAggregatorRecords.Add(ctx, t.aggregated, attrOutcomeAggregated...)
 	}
 	if t.lateUpdated > 0 {
-		tel.records.Add(ctx, t.lateUpdated, attrOutcomeLateUpdated...)
+		tel.WindowAggregatorRecords.Add(ctx, t.lateUpdated, attrOutcomeLateUpdated...)
 	}
 	if t.unmatched > 0 {
-		tel.records.Add(ctx, t.unmatched, attrOutcomeUnmatched...)
+		tel.WindowAggregatorRecords.Add(ctx, t.unmatched, attrOutcomeUnmatched...)
 	}
 	for v, n := range t.late {
 		if n > 0 {
-			tel.records.Add(ctx, n, attrOutcomeLate...)
-			tel.late.Add(ctx, n, lateOptions[v][action]...)
+			tel.WindowAggregatorRecords.Add(ctx, n, attrOutcomeLate...)
+			tel.WindowAggregatorLateRecords.Add(ctx, n, lateOptions[v][action]...)
 		}
 	}
 	if t.truncated > 0 {
-		tel.truncatedKeys.Add(ctx, t.truncated)
+		tel.WindowAggregatorTruncatedKeys.Add(ctx, t.truncated)
 	}
 	if t.aheadOfClock > 0 {
-		tel.clockSkew.Add(ctx, t.aheadOfClock, attrReasonAheadOfClock...)
+		tel.WindowAggregatorClockSkewRecords.Add(ctx, t.aheadOfClock, attrReasonAheadOfClock...)
 	}
 	if t.sharedSource > 0 {
-		tel.sharedSource.Add(ctx, t.sharedSource)
+		tel.WindowAggregatorSharedSourceRecords.Add(ctx, t.sharedSource)
 	}
 	for reason := valueOK + 1; reason < numValueReasons; reason++ {
 		if n := t.values[reason]; n > 0 {
-			tel.valuesMissing.Add(ctx, n, valueReasonOptions[reason]...)
+			tel.WindowAggregatorValuesMissing.Add(ctx, n, valueReasonOptions[reason]...)
 		}
 	}
 }

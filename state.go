@@ -168,9 +168,15 @@ func (s *shared) sinksFor(input int) []*sink {
 
 // sinksForLocked is sinksFor without the one sink except (under mu).
 func (s *shared) sinksForLocked(input int, except *sink) []*sink {
+	return s.pickSinks(input, func(k *sink) bool { return !k.stopped && k != except })
+}
+
+// pickSinks returns, of the sinks that keep accepts, those that take results of input, else all of
+// them (under mu).
+func (s *shared) pickSinks(input int, keep func(*sink) bool) []*sink {
 	var match, all []*sink
 	for _, k := range s.sinks {
-		if k.stopped || k == except {
+		if !keep(k) {
 			continue
 		}
 		all = append(all, k)
@@ -189,12 +195,7 @@ func (s *shared) sinksForLocked(input int, except *sink) []*sink {
 func (s *shared) checkpointSinkFor(input int) *sink {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, k := range s.sinks {
-		if k.input == input || k.input == inputAny {
-			return k
-		}
-	}
-	return s.sinks[0]
+	return s.pickSinks(input, func(*sink) bool { return true })[0]
 }
 
 // hasSinks reports whether any metrics output was ever registered.

@@ -11,31 +11,13 @@ import (
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-// telemetry is the component's self-telemetry. The instruments are declared in metadata.yaml
-// (telemetry:) and made by the generated TelemetryBuilder (internal/metadata, `make generate`);
-// the fields are the builder's instruments under the names the rest of the code uses. The names
-// are listed in the README.
+// telemetry is the component's self-telemetry: the instruments declared in metadata.yaml
+// (telemetry:) and made by the generated TelemetryBuilder (internal/metadata, `make generate`), and
+// the one callback that observes the engine's counters. The names are listed in the README.
 type telemetry struct {
-	builder         *metadata.TelemetryBuilder
-	meter           metric.Meter                  // the builder's meter, for the one callback of observe
-	records         metric.Int64Counter           // records by outcome
-	late            metric.Int64Counter           // late, future and invalid records by reason and action
-	valuesMissing   metric.Int64Counter           // records counted without a value, by reason
-	overflowRecords metric.Int64ObservableCounter // the engine's own counters, read at collection
-	truncatedKeys   metric.Int64Counter           // records whose group-by value was cut to maxKeyValueLen
-	clockSkew       metric.Int64Counter           // records stamped ahead of the collector's clock, by reason
-	sharedSource    metric.Int64Counter           // records of sources past watermark.max_sources
-	sources         metric.Int64ObservableGauge   // sources held with watermark.per_source
-	windowsFired    metric.Int64ObservableCounter
-	lateFirings     metric.Int64ObservableCounter
-	emitFailures    metric.Int64Counter // failed sends by kind: retryable, permanent
-	pointsDropped   metric.Int64Counter // result data points dropped, by reason
-	checkpoints     metric.Int64Counter // checkpoint outcomes
-	activeSeries    metric.Int64ObservableGauge
-	overflowActive  metric.Int64ObservableGauge
-	watermarkLag    metric.Float64ObservableGauge
-	pendingBatches  metric.Int64ObservableGauge
-	registration    metric.Registration
+	*metadata.TelemetryBuilder
+	meter        metric.Meter // the builder's meter, for the one callback of observe
+	registration metric.Registration
 }
 
 // Outcome attribute values, as option lists: passing a list with ... reuses it, where passing one
@@ -106,27 +88,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{
-		builder:         b,
-		meter:           metadata.Meter(set),
-		records:         b.WindowAggregatorRecords,
-		late:            b.WindowAggregatorLateRecords,
-		valuesMissing:   b.WindowAggregatorValuesMissing,
-		overflowRecords: b.WindowAggregatorOverflowRecords,
-		truncatedKeys:   b.WindowAggregatorTruncatedKeys,
-		clockSkew:       b.WindowAggregatorClockSkewRecords,
-		sharedSource:    b.WindowAggregatorSharedSourceRecords,
-		sources:         b.WindowAggregatorWatermarkSources,
-		windowsFired:    b.WindowAggregatorWindowsFired,
-		lateFirings:     b.WindowAggregatorLateFirings,
-		emitFailures:    b.WindowAggregatorEmitFailures,
-		pointsDropped:   b.WindowAggregatorDroppedPoints,
-		checkpoints:     b.WindowAggregatorCheckpoints,
-		activeSeries:    b.WindowAggregatorActiveSeries,
-		overflowActive:  b.WindowAggregatorOverflowSeries,
-		watermarkLag:    b.WindowAggregatorWatermarkLag,
-		pendingBatches:  b.WindowAggregatorPendingBatches,
-	}, nil
+	return &telemetry{TelemetryBuilder: b, meter: metadata.Meter(set)}, nil
 }
 
 // observe registers the callback that reads the observable instruments from the shared state: one
@@ -135,27 +97,27 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 func (t *telemetry) observe(s *shared) error {
 	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := s.engine.Stats()
-		o.ObserveInt64(t.windowsFired, int64(st.WindowsFired))
-		o.ObserveInt64(t.lateFirings, int64(st.LateFirings))
-		o.ObserveInt64(t.overflowRecords, int64(st.OverflowRecords))
+		o.ObserveInt64(t.WindowAggregatorWindowsFired, int64(st.WindowsFired))
+		o.ObserveInt64(t.WindowAggregatorLateFirings, int64(st.LateFirings))
+		o.ObserveInt64(t.WindowAggregatorOverflowRecords, int64(st.OverflowRecords))
 		for i, a := range s.aggs {
 			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", a.name)))
-			o.ObserveInt64(t.activeSeries, st.ActiveSeries[i], set)
+			o.ObserveInt64(t.WindowAggregatorActiveSeries, st.ActiveSeries[i], set)
 			var ov int64
 			if st.OverflowActive[i] {
 				ov = 1
 			}
-			o.ObserveInt64(t.overflowActive, ov, set)
+			o.ObserveInt64(t.WindowAggregatorOverflowSeries, ov, set)
 		}
 		if st.Watermark != minWatermark {
-			o.ObserveFloat64(t.watermarkLag, float64(s.engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
+			o.ObserveFloat64(t.WindowAggregatorWatermarkLag, float64(s.engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
 		}
 		if len(s.cfg.Watermark.PerSource) > 0 {
-			o.ObserveInt64(t.sources, int64(st.Sources))
+			o.ObserveInt64(t.WindowAggregatorWatermarkSources, int64(st.Sources))
 		}
-		o.ObserveInt64(t.pendingBatches, int64(s.emitter.pendingBatches()))
+		o.ObserveInt64(t.WindowAggregatorPendingBatches, int64(s.emitter.pendingBatches()))
 		return nil
-	}, t.activeSeries, t.overflowActive, t.watermarkLag, t.pendingBatches, t.windowsFired, t.lateFirings, t.overflowRecords, t.sources)
+	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingBatches, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources)
 	t.registration = reg
 	return err
 }
@@ -164,5 +126,5 @@ func (t *telemetry) shutdown() {
 	if t.registration != nil {
 		_ = t.registration.Unregister()
 	}
-	t.builder.Shutdown()
+	t.TelemetryBuilder.Shutdown()
 }

@@ -125,18 +125,16 @@ func (w *watermark) observe(maxT, now int64, touched []sourceTouch) {
 // tick applies the idle rule at wall time now: after idle_timeout without an accepted record, W
 // advances with the wall clock from where it stood then, and never past now - max_out_of_orderness.
 func (w *watermark) tick(now int64) {
-	if w.perSource {
-		w.mu.Lock()
-		w.expireSources(now)
-		w.mu.Unlock()
-	}
-	if w.idle <= 0 {
+	if !w.perSource && w.idle <= 0 {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.lastAccept == 0 || w.wAtAccept <= minTime {
-		return // nothing accepted yet: there is no event time to advance from
+	if w.perSource {
+		w.expireSources(now)
+	}
+	if w.idle <= 0 || w.lastAccept == 0 || w.wAtAccept <= minTime {
+		return // the rule is off, or nothing was accepted yet: there is no event time to advance from
 	}
 	silent := now - w.lastAccept
 	if silent < w.idle {
