@@ -102,9 +102,9 @@ func (em *emitter) sendLocked(ctx context.Context) {
 		md, n := b.take()
 		targets := s.sinksFor(input)
 		if len(targets) == 0 && s.storage != nil && s.hasSinks() {
-			// Every metrics output has stopped, and records still came: kept in the checkpoint and
-			// sent after the next start.
-			em.enqueue(ctx, s.checkpointSinkFor(input), md, n)
+			// Every metrics output has stopped, and records still came: sent to a stopped output,
+			// which with storage keeps them for the checkpoint, to be sent after the next start.
+			em.send(ctx, s.checkpointSinkFor(input), md, n)
 			continue
 		}
 		if len(targets) == 0 {
