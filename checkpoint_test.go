@@ -66,6 +66,12 @@ func runWithStorage(t *testing.T, st *memStorage, sends ...[]spanSpec) ([]point,
 
 func runConfigWithStorage(t *testing.T, cfg *Config, st *memStorage, sends ...[]spanSpec) ([]point, *componenttest.Telemetry) {
 	t.Helper()
+	return runStorageEach(t, cfg, st, nil, sends...)
+}
+
+// runStorageEach is runConfigWithStorage that calls before (when not nil) ahead of each batch.
+func runStorageEach(t *testing.T, cfg *Config, st *memStorage, before func([]spanSpec), sends ...[]spanSpec) ([]point, *componenttest.Telemetry) {
+	t.Helper()
 	cfg.Storage = &storageID
 	tel := componenttest.NewTelemetry()
 	set := connectortest.NewNopSettings(Type)
@@ -75,6 +81,9 @@ func runConfigWithStorage(t *testing.T, cfg *Config, st *memStorage, sends ...[]
 	must(t, err)
 	must(t, c.Start(context.Background(), hostWith{storageID: st}))
 	for _, s := range sends {
+		if before != nil {
+			before(s)
+		}
 		must(t, c.ConsumeTraces(context.Background(), traces(s...)))
 	}
 	must(t, c.Shutdown(context.Background()))

@@ -59,7 +59,7 @@ func (c *tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	if c.s.lateTraces != nil {
 		return nil // the traces->traces instance aggregates this batch
 	}
-	c.s.ingestTraces(ctx, td, nil, lateActionFor(c.s.cfg, false))
+	c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, false))
 	return nil
 }
 
@@ -69,7 +69,7 @@ func (c *logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	if c.s.lateLogs != nil {
 		return nil // the logs->logs instance aggregates this batch
 	}
-	c.s.ingestLogs(ctx, ld, nil, lateActionFor(c.s.cfg, false))
+	c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, false))
 	return nil
 }
 
@@ -79,16 +79,11 @@ type tracesToTraces struct {
 }
 
 func (c *tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if c.s.cfg.LateData.Action == actionDrop {
-		c.s.ingestTraces(ctx, td, nil, lateActionFor(c.s.cfg, false))
+	late, routed := c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, true))
+	if !routed {
 		return nil
 	}
-	late := newLateTraces()
-	c.s.ingestTraces(ctx, td, late, lateActionFor(c.s.cfg, true))
-	if late.count == 0 {
-		return nil
-	}
-	return c.next.ConsumeTraces(ctx, late.td)
+	return c.next.ConsumeTraces(ctx, late)
 }
 
 type logsToLogs struct {
@@ -97,16 +92,11 @@ type logsToLogs struct {
 }
 
 func (c *logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if c.s.cfg.LateData.Action == actionDrop {
-		c.s.ingestLogs(ctx, ld, nil, lateActionFor(c.s.cfg, false))
+	late, routed := c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, true))
+	if !routed {
 		return nil
 	}
-	late := newLateLogs()
-	c.s.ingestLogs(ctx, ld, late, lateActionFor(c.s.cfg, true))
-	if late.count == 0 {
-		return nil
-	}
-	return c.next.ConsumeLogs(ctx, late.ld)
+	return c.next.ConsumeLogs(ctx, late)
 }
 
 func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
@@ -126,23 +116,30 @@ func createLogsToMetrics(ctx context.Context, set connector.Settings, cfg compon
 }
 
 func createTracesToTraces(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
+	s, err := acquireRouting(ctx, set, cfg, func(s *shared) { s.lateTraces = next })
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.lateTraces = next
-	s.mu.Unlock()
 	return &tracesToTraces{instance: newInstance(s, nil, inputSpans, true), next: next}, nil
 }
 
 func createLogsToLogs(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Logs, error) {
+	s, err := acquireRouting(ctx, set, cfg, func(s *shared) { s.lateLogs = next })
+	if err != nil {
+		return nil, err
+	}
+	return &logsToLogs{instance: newInstance(s, nil, inputLogs, true), next: next}, nil
+}
+
+// acquireRouting acquires the component's state for an instance that routes late data, and lets
+// setNext record, under the state's lock, the pipeline that takes it.
+func acquireRouting(ctx context.Context, set connector.Settings, cfg component.Config, setNext func(*shared)) (*shared, error) {
 	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.lateLogs = next
+	setNext(s)
 	s.mu.Unlock()
-	return &logsToLogs{instance: newInstance(s, nil, inputLogs, true), next: next}, nil
+	return s, nil
 }

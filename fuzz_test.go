@@ -73,13 +73,7 @@ func FuzzIngestTraces(f *testing.F) {
 		h := newConnectorHarness(t, cfg, true)
 		h.sendTraces(td)
 		h.sendTraces(td) // again: now partly late
-		var total int64
-		for _, outcome := range []string{"aggregated", "late_updated", "late", "unmatched"} {
-			total += counterValue(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": outcome})
-		}
-		if want := int64(2 * td.SpanCount()); total != want {
-			t.Fatalf("records counted %d, want %d", total, want)
-		}
+		checkEveryRecordCounted(t, h, 2*td.SpanCount())
 		h.shutdown()
 	})
 }
@@ -112,13 +106,19 @@ func FuzzIngestLogs(f *testing.F) {
 		h := newConnectorHarness(t, cfg, true)
 		h.sendLogs(ld)
 		h.sendLogs(ld)
-		var total int64
-		for _, outcome := range []string{"aggregated", "late_updated", "late", "unmatched"} {
-			total += counterValue(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": outcome})
-		}
-		if want := int64(2 * ld.LogRecordCount()); total != want {
-			t.Fatalf("records counted %d, want %d", total, want)
-		}
+		checkEveryRecordCounted(t, h, 2*ld.LogRecordCount())
 		h.shutdown()
 	})
+}
+
+// checkEveryRecordCounted fails t unless the records counter, over all its outcomes, adds up to want.
+func checkEveryRecordCounted(t *testing.T, h *connectorHarness, want int) {
+	t.Helper()
+	var total int64
+	for _, outcome := range []string{"aggregated", "late_updated", "late", "unmatched"} {
+		total += counterValue(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": outcome})
+	}
+	if total != int64(want) {
+		t.Fatalf("records counted %d, want %d", total, want)
+	}
 }

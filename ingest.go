@@ -214,11 +214,11 @@ func (run *ingestRun) setSource(resource pcommon.Map) bool {
 	return run.b.SetSource(k)
 }
 
-// ingestTraces aggregates the spans of td. When late is not nil, the spans that come too late, too
-// early or without a timestamp are copied into it.
-func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateTraces, action lateAction) {
+// ingestTraces aggregates the spans of td. When action routes late data and some spans come too
+// late, too early or without a timestamp, it returns copies of them and routed true.
+func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool) {
 	if len(s.spanAggs) == 0 {
-		return
+		return late, false
 	}
 	run := s.beginRun()
 	r := &run.sc.view
@@ -243,29 +243,17 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, late *lateT
 		}
 	}
 	run.apply()
-	if late != nil && run.anyLate {
-		n := 0
-		for i := 0; i < rss.Len(); i++ {
-			rs := rss.At(i)
-			sss := rs.ScopeSpans()
-			for j := 0; j < sss.Len(); j++ {
-				ss := sss.At(j)
-				spans := ss.Spans()
-				for k := 0; k < spans.Len(); k, n = k+1, n+1 {
-					if reason, w := run.lateReason(n); reason != "" {
-						late.add(rs, ss, spans.At(k), reason, w)
-					}
-				}
-			}
-		}
+	if action == lateRouted && run.anyLate {
+		late, routed = lateSpans(td, run.lateReason), true
 	}
 	run.finish(ctx, action)
+	return late, routed
 }
 
 // ingestLogs aggregates the log records of ld, as ingestTraces does for spans.
-func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, action lateAction) {
+func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool) {
 	if len(s.logAggs) == 0 {
-		return
+		return late, false
 	}
 	run := s.beginRun()
 	r := &run.sc.view
@@ -294,23 +282,11 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, late *lateLogs, a
 		}
 	}
 	run.apply()
-	if late != nil && run.anyLate {
-		n := 0
-		for i := 0; i < rls.Len(); i++ {
-			rl := rls.At(i)
-			sls := rl.ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				sl := sls.At(j)
-				lrs := sl.LogRecords()
-				for k := 0; k < lrs.Len(); k, n = k+1, n+1 {
-					if reason, w := run.lateReason(n); reason != "" {
-						late.add(rl, sl, lrs.At(k), reason, w)
-					}
-				}
-			}
-		}
+	if action == lateRouted && run.anyLate {
+		late, routed = lateLogRecords(ld, run.lateReason), true
 	}
 	run.finish(ctx, action)
+	return late, routed
 }
 
 // ingestRun is one ingest call: its batch, its tally and its scratch.

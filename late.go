@@ -19,62 +19,78 @@ func markLate(m pcommon.Map, reason string, watermark int64) {
 	}
 }
 
-// lateTraces copies late spans, keeping their resource and scope, into a new ptrace.Traces.
-type lateTraces struct {
-	td     ptrace.Traces
-	count  int
-	lastRS ptrace.ResourceSpans // source of the last copied resource
-	outRS  ptrace.ResourceSpans
-	lastSS ptrace.ScopeSpans
-	outSS  ptrace.ScopeSpans
+// lateSpans copies the spans of td that reasonOf names late into new Traces, under copies of their
+// resource and scope, each marked with its reason and watermark. reasonOf takes a span's index in
+// td's order and returns "" for a span that is not late.
+func lateSpans(td ptrace.Traces, reasonOf func(i int) (string, int64)) ptrace.Traces {
+	out := ptrace.NewTraces()
+	n := 0
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		var outRS ptrace.ResourceSpans
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			var outSS ptrace.ScopeSpans
+			spans := ss.Spans()
+			for k := 0; k < spans.Len(); k, n = k+1, n+1 {
+				reason, w := reasonOf(n)
+				if reason == "" {
+					continue
+				}
+				if outRS == (ptrace.ResourceSpans{}) {
+					outRS = out.ResourceSpans().AppendEmpty()
+					rs.Resource().CopyTo(outRS.Resource())
+					outRS.SetSchemaUrl(rs.SchemaUrl())
+				}
+				if outSS == (ptrace.ScopeSpans{}) {
+					outSS = outRS.ScopeSpans().AppendEmpty()
+					ss.Scope().CopyTo(outSS.Scope())
+					outSS.SetSchemaUrl(ss.SchemaUrl())
+				}
+				sp := outSS.Spans().AppendEmpty()
+				spans.At(k).CopyTo(sp)
+				markLate(sp.Attributes(), reason, w)
+			}
+		}
+	}
+	return out
 }
 
-func newLateTraces() *lateTraces { return &lateTraces{td: ptrace.NewTraces()} }
-
-func (l *lateTraces) add(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, sp ptrace.Span, reason string, watermark int64) {
-	if l.count == 0 || l.lastRS != rs {
-		l.lastRS, l.outRS = rs, l.td.ResourceSpans().AppendEmpty()
-		rs.Resource().CopyTo(l.outRS.Resource())
-		l.outRS.SetSchemaUrl(rs.SchemaUrl())
-		l.lastSS = ptrace.ScopeSpans{}
+// lateLogRecords copies the log records of ld that reasonOf names late, as lateSpans does for spans.
+func lateLogRecords(ld plog.Logs, reasonOf func(i int) (string, int64)) plog.Logs {
+	out := plog.NewLogs()
+	n := 0
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		var outRL plog.ResourceLogs
+		sls := rl.ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			sl := sls.At(j)
+			var outSL plog.ScopeLogs
+			lrs := sl.LogRecords()
+			for k := 0; k < lrs.Len(); k, n = k+1, n+1 {
+				reason, w := reasonOf(n)
+				if reason == "" {
+					continue
+				}
+				if outRL == (plog.ResourceLogs{}) {
+					outRL = out.ResourceLogs().AppendEmpty()
+					rl.Resource().CopyTo(outRL.Resource())
+					outRL.SetSchemaUrl(rl.SchemaUrl())
+				}
+				if outSL == (plog.ScopeLogs{}) {
+					outSL = outRL.ScopeLogs().AppendEmpty()
+					sl.Scope().CopyTo(outSL.Scope())
+					outSL.SetSchemaUrl(sl.SchemaUrl())
+				}
+				lr := outSL.LogRecords().AppendEmpty()
+				lrs.At(k).CopyTo(lr)
+				markLate(lr.Attributes(), reason, w)
+			}
+		}
 	}
-	if l.lastSS != ss {
-		l.lastSS, l.outSS = ss, l.outRS.ScopeSpans().AppendEmpty()
-		ss.Scope().CopyTo(l.outSS.Scope())
-		l.outSS.SetSchemaUrl(ss.SchemaUrl())
-	}
-	out := l.outSS.Spans().AppendEmpty()
-	sp.CopyTo(out)
-	markLate(out.Attributes(), reason, watermark)
-	l.count++
-}
-
-// lateLogs copies late log records, keeping their resource and scope, into a new plog.Logs.
-type lateLogs struct {
-	ld     plog.Logs
-	count  int
-	lastRL plog.ResourceLogs
-	outRL  plog.ResourceLogs
-	lastSL plog.ScopeLogs
-	outSL  plog.ScopeLogs
-}
-
-func newLateLogs() *lateLogs { return &lateLogs{ld: plog.NewLogs()} }
-
-func (l *lateLogs) add(rl plog.ResourceLogs, sl plog.ScopeLogs, lr plog.LogRecord, reason string, watermark int64) {
-	if l.count == 0 || l.lastRL != rl {
-		l.lastRL, l.outRL = rl, l.ld.ResourceLogs().AppendEmpty()
-		rl.Resource().CopyTo(l.outRL.Resource())
-		l.outRL.SetSchemaUrl(rl.SchemaUrl())
-		l.lastSL = plog.ScopeLogs{}
-	}
-	if l.lastSL != sl {
-		l.lastSL, l.outSL = sl, l.outRL.ScopeLogs().AppendEmpty()
-		sl.Scope().CopyTo(l.outSL.Scope())
-		l.outSL.SetSchemaUrl(sl.SchemaUrl())
-	}
-	out := l.outSL.LogRecords().AppendEmpty()
-	lr.CopyTo(out)
-	markLate(out.Attributes(), reason, watermark)
-	l.count++
+	return out
 }

@@ -20,7 +20,7 @@ type tracesProcessor struct {
 }
 
 func (p *tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	p.s.ingestTraces(ctx, td, nil, latePassed)
+	p.s.ingestTraces(ctx, td, latePassed)
 	return p.next.ConsumeTraces(ctx, td)
 }
 
@@ -30,7 +30,7 @@ type logsProcessor struct {
 }
 
 func (p *logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	p.s.ingestLogs(ctx, ld, nil, latePassed)
+	p.s.ingestLogs(ctx, ld, latePassed)
 	return p.next.ConsumeLogs(ctx, ld)
 }
 

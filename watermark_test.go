@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
-	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
@@ -376,29 +375,17 @@ func TestRestartDoesNotCountDowntimeAsSilence(t *testing.T) {
 	cfg.AllowedLateness = 0
 	cfg.Watermark.IdleTimeout = 5 * time.Second
 	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"service.name"}}}
-	cfg.Storage = &storageID
 	st := &memStorage{data: map[string][]byte{}}
 	run := func(batches ...[]spanSpec) ([]point, *componenttest.Telemetry) {
-		tel := componenttest.NewTelemetry()
-		set := connectortest.NewNopSettings(Type)
-		set.TelemetrySettings = tel.NewTelemetrySettings()
-		sink := new(consumertest.MetricsSink)
-		c, err := NewConnectorFactory().CreateTracesToMetrics(testContext(t), set, cfg, sink)
-		must(t, err)
-		must(t, c.Start(context.Background(), hostWith{storageID: st}))
-		em := lookup(t).emitter
-		for _, b := range batches {
+		return runStorageEach(t, cfg, st, func(b []spanSpec) {
 			clk.Advance(time.Second) // spans are sent a second or more after they end
 			for _, sp := range b {
 				if end := time.Unix(int64(sp.end)+1, 0); end.After(time.Unix(0, clk.Now())) {
 					clk.Set(end)
 				}
 			}
-			em.emit(context.Background(), false) // the ticker
-			must(t, c.ConsumeTraces(context.Background(), traces(b...)))
-		}
-		must(t, c.Shutdown(context.Background()))
-		return points(sink.AllMetrics()), tel
+			lookup(t).emitter.emit(context.Background(), false) // the ticker
+		}, batches...)
 	}
 	run([]spanSpec{{service: "a", name: "x", end: base + 1}}, []spanSpec{{service: "a", name: "x", end: base + 2}})
 	clk.Advance(12 * time.Second) // down for 12 s while agents queue spans
