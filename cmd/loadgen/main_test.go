@@ -74,6 +74,16 @@ func (s *sink) logRecords(ld plog.Logs) {
 	s.once.Do(func() { close(s.first) })
 }
 
+// awaitFirst waits for the sink's first request, for 3 s at the most.
+func (s *sink) awaitFirst(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.first:
+	case <-time.After(3 * time.Second):
+		t.Fatal("no request within 3s")
+	}
+}
+
 type traceServer struct {
 	ptraceotlp.UnimplementedGRPCServer
 	s *sink
@@ -127,20 +137,28 @@ func mustParse(t *testing.T, args ...string) options {
 	return o
 }
 
+// mustRun runs the load generator with o to its end and returns its summary and what it wrote to
+// stdout and stderr; an error from run fails the test.
+func mustRun(t *testing.T, o options) (sum summary, out, errOut string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	sum, err := run(context.Background(), o, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	return sum, stdout.String(), stderr.String()
+}
+
 func TestSendsExpectedRecords(t *testing.T) {
 	s, addr := startSink(t)
 	const rate, batch, dur = 2000, 100, 600 * time.Millisecond
 	o := mustParse(t, "-endpoint", addr, "-rate", "2000", "-batch", "100", "-duration", dur.String(),
 		"-late", "0.2", "-too-late", "0.1", "-future", "0.05", "-invalid", "0.05", "-warm-up", "0", "-quiet")
-	var out, errOut bytes.Buffer
 	start := time.Now()
-	sum, err := run(context.Background(), o, &out, &errOut)
+	sum, out, errOut := mustRun(t, o)
 	elapsed := time.Since(start)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, errOut.String())
-	}
-	if out.Len() != 0 {
-		t.Errorf("-quiet printed %q", out.String())
+	if out != "" {
+		t.Errorf("-quiet printed %q", out)
 	}
 	if elapsed > dur+2*time.Second {
 		t.Errorf("run took %v for -duration %v", elapsed, dur)
@@ -153,7 +171,7 @@ func TestSendsExpectedRecords(t *testing.T) {
 		t.Fatalf("server got spans=%d logs=%d requests=%d, client reports %+v", s.spans, s.logs, s.requests, sum)
 	}
 	if sum.FailedRequests != 0 {
-		t.Fatalf("%d failed requests: %s", sum.FailedRequests, errOut.String())
+		t.Fatalf("%d failed requests: %s", sum.FailedRequests, errOut)
 	}
 	// Batch i is due at i·batch/rate from 0 on: rate·duration records plus at most one batch are
 	// planned, and what the generator could not send in time it reports as skipped (under -race on a
@@ -203,22 +221,18 @@ func TestWarmUpSendsOnTimeOnly(t *testing.T) {
 	s, addr := startSink(t)
 	o := mustParse(t, "-endpoint", addr, "-rate", "2000", "-batch", "50", "-duration", "300ms",
 		"-late", "0.4", "-too-late", "0.3", "-future", "0.1", "-invalid", "0.1", "-warm-up", "1h")
-	var out, errOut bytes.Buffer
-	sum, err := run(context.Background(), o, &out, &errOut)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, errOut.String())
-	}
+	sum, out, _ := mustRun(t, o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	total := s.spans + s.logs
 	if total == 0 || s.kinds[gen.OnTime.String()] != total || sum.Kinds[gen.OnTime] != total {
 		t.Fatalf("within the warm-up the server got kinds %v (%d records), client counted %v", s.kinds, total, sum.Kinds)
 	}
-	if !strings.Contains(out.String(), "warm-up: on-time records only for the first 1h0m0s") {
-		t.Errorf("no warm-up line in:\n%s", out.String())
+	if !strings.Contains(out, "warm-up: on-time records only for the first 1h0m0s") {
+		t.Errorf("no warm-up line in:\n%s", out)
 	}
-	if strings.Contains(out.String(), "warm-up over") {
-		t.Errorf("warm-up reported over within the hour:\n%s", out.String())
+	if strings.Contains(out, "warm-up over") {
+		t.Errorf("warm-up reported over within the hour:\n%s", out)
 	}
 }
 
@@ -227,19 +241,15 @@ func TestSpansOnlyAndSummaryLines(t *testing.T) {
 	o := mustParse(t, "-endpoint", addr, "-rate", "1000", "-batch", "20", "-duration", "400ms",
 		"-signals", "spans")
 	o.reportEvery = 100 * time.Millisecond
-	var out, errOut bytes.Buffer
-	sum, err := run(context.Background(), o, &out, &errOut)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, errOut.String())
-	}
+	sum, out, _ := mustRun(t, o)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.logs != 0 || sum.Logs != 0 || s.spans == 0 || s.spans != sum.Spans {
 		t.Fatalf("server spans=%d logs=%d, client %+v", s.spans, s.logs, sum)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) < 3 { // header, at least one periodic line, the final line
-		t.Fatalf("want a header, periodic and final summary lines, got:\n%s", out.String())
+		t.Fatalf("want a header, periodic and final summary lines, got:\n%s", out)
 	}
 	if !strings.HasPrefix(lines[0], "loadgen: sending spans to "+addr) {
 		t.Errorf("header %q", lines[0])
@@ -295,11 +305,7 @@ func TestStopsOnCancel(t *testing.T) {
 		sum, err := run(ctx, o, &out, &errOut)
 		done <- result{sum, err}
 	}()
-	select {
-	case <-s.first:
-	case <-time.After(3 * time.Second):
-		t.Fatal("no request within 3s")
-	}
+	s.awaitFirst(t)
 	time.Sleep(100 * time.Millisecond)
 	cancel()
 	var r result
@@ -332,11 +338,7 @@ func TestSignal(t *testing.T) {
 	go func() {
 		done <- realMain([]string{"-endpoint", addr, "-rate", "1000", "-batch", "10"}, &out, &errOut)
 	}()
-	select {
-	case <-s.first:
-	case <-time.After(3 * time.Second):
-		t.Fatal("no request within 3s")
-	}
+	s.awaitFirst(t)
 	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -465,23 +465,21 @@ func TestAllocs(t *testing.T) {
 	}); a != 0 {
 		t.Fatalf("Insert allocates %v", a)
 	}
-	if a := testing.AllocsPerRun(20, func() {
-		h.Reset()
-		for _, v := range vals {
-			h.Insert(v)
+	for _, c := range []struct {
+		what string
+		h    *Histogram
+	}{
+		{"Reset+refill", h},
+		{"Reset+refill with downscale", fill(New(DefaultScale, 100), vals)}, // a small limit: refill downscales
+	} {
+		if a := testing.AllocsPerRun(20, func() {
+			c.h.Reset()
+			for _, v := range vals {
+				c.h.Insert(v)
+			}
+		}); a != 0 {
+			t.Fatalf("%s allocates %v", c.what, a)
 		}
-	}); a != 0 {
-		t.Fatalf("Reset+refill allocates %v", a)
-	}
-	// Same with a small limit, so that refill downscales.
-	h2 := fill(New(DefaultScale, 100), vals)
-	if a := testing.AllocsPerRun(20, func() {
-		h2.Reset()
-		for _, v := range vals {
-			h2.Insert(v)
-		}
-	}); a != 0 {
-		t.Fatalf("Reset+refill with downscale allocates %v", a)
 	}
 	o := fill(New(DefaultScale, DefaultMaxBuckets), latency(rng, 300, 1))
 	dst := New(DefaultScale, DefaultMaxBuckets)

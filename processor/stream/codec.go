@@ -40,24 +40,27 @@ func (d *decoder) fail() {
 	d.b = nil
 }
 
+// uvarint and varint return 0 when they fail, as binary.Uvarint and binary.Varint do.
 func (d *decoder) uvarint() uint64 {
 	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
+	d.skipVarint(n)
 	return v
 }
 
 func (d *decoder) varint() int64 {
 	v, n := binary.Varint(d.b)
+	d.skipVarint(n)
+	return v
+}
+
+// skipVarint consumes the n bytes a varint took, as binary.Uvarint or binary.Varint returned n; n <= 0
+// (too few bytes, or more than 64 bits) fails d.
+func (d *decoder) skipVarint(n int) {
 	if n <= 0 {
 		d.fail()
-		return 0
+		return
 	}
 	d.b = d.b[n:]
-	return v
 }
 
 func (d *decoder) float() float64 {

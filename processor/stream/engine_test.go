@@ -65,15 +65,13 @@ type rec struct {
 	v   float64
 }
 
-// batch sends one batch to aggregation 0 and returns the verdicts.
+// batch sends one batch to aggregation 0, naming no source, and returns the verdicts.
 func (h *harness) batch(rs ...rec) []Verdict {
-	b := h.e.Begin(h.clk.Now())
-	out := make([]Verdict, len(rs))
+	srs := make([]srec, len(rs))
 	for i, r := range rs {
-		out[i] = addOne(b, 0, []byte(r.key), int64(r.t*float64(sec)), r.v)
+		srs[i] = srec{key: r.key, t: r.t, v: r.v}
 	}
-	b.End()
-	return out
+	return h.sbatch(srs...)
 }
 
 func (h *harness) collect() []fired {
@@ -127,9 +125,7 @@ func TestTumblingWindowFiresWhenWatermarkPassesEnd(t *testing.T) {
 	if math.Abs(r.Quantiles[0]-3)/3 > 0.01 { // nearest rank ceil(0.5*3)-1 = 1: 3
 		t.Fatalf("p50 = %v, want 3 within 1%%", r.Quantiles[0])
 	}
-	if w := h.e.Watermark(); w != 10*sec {
-		t.Fatalf("watermark %d, want 10s", w)
-	}
+	h.wantW(10, "after the record at 10 s")
 }
 
 func TestOutOfOrdernessHoldsWatermarkBack(t *testing.T) {
@@ -146,10 +142,8 @@ func TestOutOfOrdernessHoldsWatermarkBack(t *testing.T) {
 	if len(got) != 1 || got[0].Count != 2 || got[0].Sum != 5 {
 		t.Fatalf("got %+v, want [0,10) with count 2 sum 5", got)
 	}
-	h.batch(rec{"a", 2, 0}) // an earlier record never moves W back
-	if w := h.e.Watermark(); w != 10*sec {
-		t.Fatalf("watermark %d, want 10s", w)
-	}
+	h.batch(rec{"a", 2, 0})
+	h.wantW(10, "an earlier record never moves W back")
 }
 
 func TestLatenessLateFiringCarriesDeltasAndCorrectedWhole(t *testing.T) {
@@ -239,9 +233,7 @@ func TestFutureAndInvalidAreRejectedAndDoNotMoveWatermark(t *testing.T) {
 	h := newHarness(t, cfg) // now = 1000 s
 	wantVerdicts(t, h.batch(rec{"a", 1005.5, 1}, rec{"a", 0, 1}, rec{"a", 1005, 1}), Future, Invalid, OnTime)
 	h.clk.Advance(10 * time.Second) // past both records: W is no longer held at the clock
-	if w := h.e.Watermark(); w != 1005*sec {
-		t.Fatalf("watermark %d, want 1005s (the future record must not move it)", w)
-	}
+	h.wantW(1005, "the future record must not move it")
 }
 
 func TestIdleTimeoutAdvancesWatermarkWithWallClock(t *testing.T) {
@@ -258,10 +250,8 @@ func TestIdleTimeoutAdvancesWatermarkWithWallClock(t *testing.T) {
 	if len(got) != 1 || got[0].End != 10 || h.e.Watermark() != 16*sec {
 		t.Fatalf("after 11 s idle: W=%d, %+v", h.e.Watermark(), got)
 	}
-	h.batch(rec{"a", 12, 1}) // a record below the idle watermark does not move it back
-	if w := h.e.Watermark(); w != 16*sec {
-		t.Fatalf("watermark %d, want 16s", w)
-	}
+	h.batch(rec{"a", 12, 1})
+	h.wantW(16, "a record below the idle watermark does not move it back")
 }
 
 func TestOverflowSeriesPastMaxSeriesAndRelease(t *testing.T) {

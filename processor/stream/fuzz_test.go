@@ -162,10 +162,6 @@ func runFuzzOps(data []byte) (msg string) {
 	m.quiet = true
 	tf := timeFmt{st.base}
 
-	type aggWin struct {
-		agg   int
-		start int64
-	}
 	carried := map[aggWin]uint64{}
 	firsts := map[windowID]bool{}
 	var verdicts [numVerdicts]uint64 // since the engine was made or restored
@@ -363,29 +359,7 @@ func runFuzzOps(data []byte) (msg string) {
 	if len(problems) > 0 {
 		return strings.Join(problems[:min(len(problems), 10)], "\n")
 	}
-	added := map[aggWin]uint64{}
-	for id, n := range m.added {
-		added[aggWin{id.agg, id.start}] += n
-	}
-	var bad []string
-	for k, n := range added {
-		if carried[k] != n {
-			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, %d were added",
-				k.agg, tf.window(k.start, k.start+size), carried[k], n))
-		}
-	}
-	for k, n := range carried {
-		if added[k] == 0 {
-			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, none was added",
-				k.agg, tf.window(k.start, k.start+size), n))
-		}
-	}
-	s := e.Stats()
-	for a := range cfg.Aggregations {
-		if s.ActiveSeries[a] != 0 || s.OverflowActive[a] {
-			bad = append(bad, fmt.Sprintf("after FireAll agg%d: ActiveSeries %d, OverflowActive %v", a, s.ActiveSeries[a], s.OverflowActive[a]))
-		}
-	}
+	bad := conservationProblems(e, m, carried, tf, size)
 	slices.Sort(bad)
 	return strings.Join(bad[:min(len(bad), 10)], "\n")
 }

@@ -90,15 +90,56 @@ func applyRecords(b *Batch, recs []refRec, staged bool) []Verdict {
 	return out
 }
 
+// aggWin is a window of one aggregation, over all its series: what a tally of records per window counts
+// by.
+type aggWin struct {
+	agg   int
+	start int64
+}
+
+// conservationProblems checks the accounting after FireAll: the Counts of all firings of each window
+// (carried) must add up to the records the model added to it, and e must hold no series.
+func conservationProblems(e *Engine, m *refModel, carried map[aggWin]uint64, tf timeFmt, size int64) []string {
+	added := map[aggWin]uint64{}
+	for id, n := range m.added {
+		added[aggWin{id.agg, id.start}] += n
+	}
+	return append(windowCountProblems(carried, added, tf, size), heldSeriesProblems(e.Stats())...)
+}
+
+// windowCountProblems compares, window by window, the records the firings carried with those added.
+func windowCountProblems(carried, added map[aggWin]uint64, tf timeFmt, size int64) []string {
+	var bad []string
+	for k, n := range added {
+		if carried[k] != n {
+			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, %d were added", k.agg, tf.window(k.start, k.start+size), carried[k], n))
+		}
+	}
+	for k, n := range carried {
+		if added[k] == 0 {
+			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, none was added", k.agg, tf.window(k.start, k.start+size), n))
+		}
+	}
+	return bad
+}
+
+// heldSeriesProblems reports the series, regular or overflow, that st says are held: after FireAll
+// there must be none.
+func heldSeriesProblems(st Stats) []string {
+	var bad []string
+	for a, n := range st.ActiveSeries {
+		if n != 0 || st.OverflowActive[a] {
+			bad = append(bad, fmt.Sprintf("after FireAll agg%d: ActiveSeries %d, OverflowActive %v", a, n, st.OverflowActive[a]))
+		}
+	}
+	return bad
+}
+
 func runOverflowScenario(sc *scenario, staged bool) string {
 	c := sc.cfg
 	tf := timeFmt{sc.base}
 	e, clk := newModelEngine(c, sc.base)
 	m := newRefModel(c)
-	type aggWin struct {
-		agg   int
-		start int64
-	}
 	got := map[aggWin]uint64{}
 	check := func(fs []firingRec, when string) string {
 		regular := make([]map[string]bool, len(c.aggs))
@@ -152,27 +193,7 @@ func runOverflowScenario(sc *scenario, staged bool) string {
 	if msg := check(fireAllFirings(e), "FireAll"); msg != "" {
 		return msg
 	}
-	want := map[aggWin]uint64{}
-	for id, n := range m.added {
-		want[aggWin{id.agg, id.start}] += n
-	}
-	var bad []string
-	for k, n := range want {
-		if got[k] != n {
-			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, %d were added", k.agg, tf.window(k.start, k.start+int64(c.size)), got[k], n))
-		}
-	}
-	for k, n := range got {
-		if want[k] == 0 {
-			bad = append(bad, fmt.Sprintf("agg%d window %s: firings carried %d records, none was added", k.agg, tf.window(k.start, k.start+int64(c.size)), n))
-		}
-	}
-	st := e.Stats()
-	for a := range c.aggs {
-		if st.ActiveSeries[a] != 0 || st.OverflowActive[a] {
-			bad = append(bad, fmt.Sprintf("after FireAll agg%d: ActiveSeries %d, OverflowActive %v", a, st.ActiveSeries[a], st.OverflowActive[a]))
-		}
-	}
+	bad := conservationProblems(e, m, got, tf, int64(c.size))
 	sort.Strings(bad)
 	return strings.Join(bad, "\n")
 }
@@ -191,10 +212,6 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	const workers, batches = 4, 400
-	type aggWin struct {
-		agg   int
-		start int64
-	}
 	tallies := make([]map[aggWin]uint64, workers)
 	verdicts := make([][numVerdicts]uint64, workers)
 	var wg sync.WaitGroup
@@ -301,16 +318,11 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 			wantVerdicts[v] += n
 		}
 	}
-	for k, n := range want {
-		if got[k] != n {
-			t.Errorf("agg%d window starting %d: firings carried %d records, %d were aggregated", k.agg, k.start, got[k], n)
-		}
+	for _, p := range windowCountProblems(got, want, timeFmt{realNow}, 10*s) {
+		t.Error(p)
 	}
-	for k, n := range got {
+	for _, n := range got {
 		carried += n
-		if want[k] == 0 {
-			t.Errorf("agg%d window starting %d: firings carried %d records, none was aggregated", k.agg, k.start, n)
-		}
 	}
 	if carried != aggregated {
 		t.Errorf("firings carried %d records in all, %d were aggregated", carried, aggregated)
@@ -319,10 +331,8 @@ func TestConcurrentIngestConservesRecords(t *testing.T) {
 	if st.verdicts != wantVerdicts {
 		t.Errorf("Stats().verdicts = %v, the Adds returned %v", st.verdicts, wantVerdicts)
 	}
-	for a, n := range st.ActiveSeries {
-		if n != 0 || st.OverflowActive[a] {
-			t.Errorf("after FireAll agg%d: ActiveSeries %d OverflowActive %v", a, n, st.OverflowActive[a])
-		}
+	for _, p := range heldSeriesProblems(st) {
+		t.Error(p)
 	}
 	t.Logf("%d records aggregated, verdicts %v, %d Collects", aggregated, wantVerdicts, collects.Load())
 }

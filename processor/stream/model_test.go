@@ -586,29 +586,27 @@ type windowID struct {
 
 func (f *firingRec) window() windowID { return windowID{f.Agg, f.Overflow, f.Key, f.Start} }
 
+// cmpFiringID orders firings by aggregation, regular series before the overflow one, key, window start,
+// and first firing before late.
 func cmpFiringID(a, b firingID) int {
-	if c := cmp.Compare(a.Agg, b.Agg); c != 0 {
-		return c
+	return cmp.Or(
+		cmp.Compare(a.Agg, b.Agg),
+		cmpBool(a.Overflow, b.Overflow),
+		cmp.Compare(a.Key, b.Key),
+		cmp.Compare(a.Start, b.Start),
+		cmpBool(a.Late, b.Late),
+	)
+}
+
+// cmpBool orders false before true.
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
 	}
-	if a.Overflow != b.Overflow {
-		if a.Overflow {
-			return 1
-		}
-		return -1
-	}
-	if c := cmp.Compare(a.Key, b.Key); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.Start, b.Start); c != 0 {
-		return c
-	}
-	if a.Late != b.Late {
-		if a.Late {
-			return 1
-		}
-		return -1
-	}
-	return 0
+	return -1
 }
 
 func sortFirings(fs []firingRec) {

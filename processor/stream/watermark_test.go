@@ -23,12 +23,12 @@ type srec struct {
 	v   float64
 }
 
-// sbatch sends one batch at the clock's time, naming each record's source where it changes, and
-// returns the verdicts.
+// sbatch sends one batch at the clock's time, naming each record's source where it changes (records
+// before the first that names one go with no source named), and returns the verdicts.
 func (h *harness) sbatch(rs ...srec) []Verdict {
 	b := h.e.Begin(h.clk.Now())
 	out := make([]Verdict, len(rs))
-	src := "\x00"
+	src := ""
 	for i, r := range rs {
 		if r.src != src {
 			b.SetSource([]byte(r.src))
