@@ -86,6 +86,13 @@ func startServer(t *testing.T) *otlpServer {
 	return s
 }
 
+// record appends req to one of the server's lists of requests, under the server's lock.
+func record[Req any](s *otlpServer, list *[]Req, req Req) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	*list = append(*list, req)
+}
+
 // tracesServer, logsServer and metricsServer are the server's three OTLP services.
 type tracesServer struct {
 	ptraceotlp.UnimplementedGRPCServer
@@ -93,9 +100,7 @@ type tracesServer struct {
 }
 
 func (s *tracesServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (ptraceotlp.ExportResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.traces = append(s.traces, req)
+	record(s.otlpServer, &s.traces, req)
 	return ptraceotlp.NewExportResponse(), nil
 }
 
@@ -105,9 +110,7 @@ type logsServer struct {
 }
 
 func (s *logsServer) Export(_ context.Context, req plogotlp.ExportRequest) (plogotlp.ExportResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.logs = append(s.logs, req)
+	record(s.otlpServer, &s.logs, req)
 	return plogotlp.NewExportResponse(), nil
 }
 
@@ -117,9 +120,7 @@ type metricsServer struct {
 }
 
 func (s *metricsServer) Export(_ context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.metrics = append(s.metrics, req)
+	record(s.otlpServer, &s.metrics, req)
 	return pmetricotlp.NewExportResponse(), nil
 }
 
@@ -157,10 +158,7 @@ func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return 
 // receiverAddr accepts connections.
 func startCollector(t *testing.T, config, receiverAddr string) *collector {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := writeConfig(t, "config.yaml", config)
 	c := &collector{cmd: exec.Command(distBinary, "--config", path), output: &syncBuffer{}, done: make(chan error, 1)}
 	c.cmd.Stdout, c.cmd.Stderr = c.output, c.output
 	if err := c.cmd.Start(); err != nil {

@@ -50,17 +50,7 @@ processors:
       - name: plat
         signal: spans
         outputs: [count, max]
-exporters:
-  otlp_grpc/out:
-    endpoint: %s
-    tls: {insecure: true}
-    sending_queue: {enabled: false}
-    retry_on_failure: {enabled: false}
-  otlp_grpc/proc:
-    endpoint: %s
-    tls: {insecure: true}
-    sending_queue: {enabled: false}
-    retry_on_failure: {enabled: false}
+exporters:%s%s
 service:
   telemetry:
     metrics: {level: none}
@@ -72,7 +62,7 @@ service:
     logs/late: {receivers: [window_aggregator/c], exporters: [otlp_grpc/out]}
     traces/proc: {receivers: [otlp/proc], processors: [windowaggregator/p], exporters: [otlp_grpc/proc]}
     metrics/proc: {receivers: [otlp/proc], processors: [windowaggregator/p], exporters: [otlp_grpc/proc]}
-`, recv, recvProc, out, outProc)
+`, recv, recvProc, otlpExporter("otlp_grpc/out", out), otlpExporter("otlp_grpc/proc", outProc))
 }
 
 type span struct {
@@ -234,28 +224,20 @@ func TestDistributionConnectorAndProcessor(t *testing.T) {
 	skipShort(t)
 	out, outProc := startServer(t), startServer(t)
 	recv, recvProc := freePort(t), freePort(t)
-	recvAddr, procAddr := fmt.Sprintf("127.0.0.1:%d", recv), fmt.Sprintf("127.0.0.1:%d", recvProc)
-	col := startCollector(t, configFor(recv, recvProc, out.addr, outProc.addr), recvAddr)
-	c, cp := dial(t, recvAddr), dial(t, procAddr)
+	col, c := runCollector(t, recv, configFor(recv, recvProc, out.addr, outProc.addr))
+	cp := dial(t, loopback(recvProc))
 	ctx := context.Background()
-	send := func(req ptraceotlp.ExportRequest) {
-		t.Helper()
-		if _, err := c.traces.Export(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// Event times are five minutes in the past, on a window boundary: B.
-	base := (time.Now().UnixNano()/(10*sec))*(10*sec) - 300*sec
-	at := func(s float64) int64 { return base + int64(s*float64(sec)) }
+	base, at := pastBase()
 	const ax = "service.name=a,span.name=/x"
 
 	// Out of order within a batch and across batches, all on time: W = B+5.
-	send(spans(span{"a", "/x", at(5), 20}, span{"a", "/x", at(1), 10}, span{"a", "/x", at(3), 30}))
+	sendAll(t, c, spans(span{"a", "/x", at(5), 20}, span{"a", "/x", at(1), 10}, span{"a", "/x", at(3), 30}))
 	if _, err := c.logs.Export(ctx, logRecords(base, [3]any{1 * sec, "ERROR", 100}, [3]any{2 * sec, "ERROR", 50})); err != nil {
 		t.Fatal(err)
 	}
-	send(spans(span{"a", "/x", at(4), 40})) // W stays B+5: still on time
-	send(spans(span{"a", "/x", at(12), 1})) // W = B+12: [B, B+10) fires
+	sendAll(t, c, spans(span{"a", "/x", at(4), 40})) // W stays B+5: still on time
+	sendAll(t, c, spans(span{"a", "/x", at(12), 1})) // W = B+12: [B, B+10) fires
 	// Hand-computed: durations 10, 20, 30, 40 ms.
 	wantPoints(t, out, base, "lat.count", ax, 0, 4)
 	wantPoints(t, out, base, "lat.sum", ax, 0, 100)
@@ -266,16 +248,16 @@ func TestDistributionConnectorAndProcessor(t *testing.T) {
 	wantPoints(t, out, base, "logbytes.sum", "severity.text=ERROR", 0, 150)
 
 	// Within allowed_lateness (W = B+12 < B+10+10): a late firing, deltas and corrected values.
-	send(spans(span{"a", "/x", at(6), 50}))
+	sendAll(t, c, spans(span{"a", "/x", at(6), 50}))
 	wantPoints(t, out, base, "lat.count", ax, 0, 4, 1)
 	wantPoints(t, out, base, "lat.sum", ax, 0, 100, 50)
 	wantPoints(t, out, base, "lat.avg", ax, 0, 25, 30)
 	wantPoints(t, out, base, "lat.max", ax, 0, 40, 50)
 
 	// W = B+21: [B+10, B+20) fires; [B, B+10) expires. Then an expired, an invalid and a future span.
-	send(spans(span{"a", "/x", at(21), 1}))
+	sendAll(t, c, spans(span{"a", "/x", at(21), 1}))
 	wantPoints(t, out, base, "lat.count", ax, 10, 1)
-	send(spans(span{"a", "expired", at(7), 1}, span{"a", "invalid", 0, 0},
+	sendAll(t, c, spans(span{"a", "expired", at(7), 1}, span{"a", "invalid", 0, 0},
 		span{"a", "future", time.Now().Add(2 * time.Minute).UnixNano(), 1}))
 	eventually(t, "three routed spans", func() bool { return len(out.lateSpans()) == 3 })
 	if got := out.lateSpans(); got["expired"] != "expired" || got["invalid"] != "invalid" || got["future"] != "future" {
@@ -284,20 +266,13 @@ func TestDistributionConnectorAndProcessor(t *testing.T) {
 	wantPoints(t, out, base, "lat.count", ax, 0, 4, 1) // nothing more for the expired window
 
 	// The processor form: passes spans on, adds the results to its metrics pipeline.
-	for _, req := range []ptraceotlp.ExportRequest{
-		spans(span{"p", "/y", at(1), 5}, span{"p", "/y", at(2), 7}),
-		spans(span{"p", "/y", at(11), 1}),
-	} {
-		if _, err := cp.traces.Export(ctx, req); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendAll(t, cp, spans(span{"p", "/y", at(1), 5}, span{"p", "/y", at(2), 7}), spans(span{"p", "/y", at(11), 1}))
 	wantPoints(t, outProc, base, "plat.count", "", 0, 2)
 	wantPoints(t, outProc, base, "plat.max", "", 0, 7)
 	eventually(t, "the processor passing every span on", func() bool { return outProc.spanCount() == 3 })
 
 	// SIGTERM fires the open window [B+20, B+30) (spans at B+21 and B+25) before the collector exits.
-	send(spans(span{"a", "/x", at(25), 3}))
+	sendAll(t, c, spans(span{"a", "/x", at(25), 3}))
 	col.stop(t)
 	wantPoints(t, out, base, "lat.count", ax, 20, 2)
 	wantPoints(t, out, base, "lat.max", ax, 20, 3)

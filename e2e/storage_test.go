@@ -13,13 +13,7 @@ import (
 )
 
 func storageConfig(recv int, out, dir, checkpoint string) string {
-	return fmt.Sprintf(`
-extensions:
-  file_storage/wa:
-    directory: %s
-receivers:
-  otlp:
-    protocols: {grpc: {endpoint: 127.0.0.1:%d}}
+	return fileStorageExtension(dir) + otlpReceiver(recv) + fmt.Sprintf(`
 connectors:
   window_aggregator:
     window: {size: 10s}
@@ -27,22 +21,18 @@ connectors:
     checkpoint: {interval: %s}
     aggregations:
       - {name: lat, signal: spans, outputs: [count, sum, max]}
-exporters:
-  otlp_grpc:
-    endpoint: %s
-    tls: {insecure: true}
-    sending_queue: {enabled: false}
-    retry_on_failure: {enabled: false}
+exporters:%s
 service:
   extensions: [file_storage/wa]
   telemetry: {metrics: {level: none}}
   pipelines:
     traces: {receivers: [otlp], exporters: [window_aggregator]}
     metrics: {receivers: [window_aggregator], exporters: [otlp_grpc]}
-`, dir, recv, checkpoint, out)
+`, checkpoint, otlpExporter("otlp_grpc", out))
 }
 
-// run starts the distribution on a storage config, sends the batches and stops it with sig.
+// storageRun is a test server, a storage directory and a receiver port that the distribution is
+// started on, again and again, with a storage config.
 type storageRun struct {
 	t    *testing.T
 	out  *otlpServer
@@ -51,11 +41,10 @@ type storageRun struct {
 }
 
 func (r *storageRun) start(checkpoint string) (*collector, *client) {
-	addr := fmt.Sprintf("127.0.0.1:%d", r.recv)
-	col := startCollector(r.t, storageConfig(r.recv, r.out.addr, r.dir, checkpoint), addr)
-	return col, dial(r.t, addr)
+	return runCollector(r.t, r.recv, storageConfig(r.recv, r.out.addr, r.dir, checkpoint))
 }
 
+// sendAll exports each of reqs over c's traces client, in order.
 func sendAll(t *testing.T, c *client, reqs ...ptraceotlp.ExportRequest) {
 	t.Helper()
 	for _, req := range reqs {
@@ -67,8 +56,7 @@ func sendAll(t *testing.T, c *client, reqs ...ptraceotlp.ExportRequest) {
 
 func TestStateSurvivesRestartThroughFileStorage(t *testing.T) {
 	skipShort(t)
-	base := (time.Now().UnixNano()/(10*sec))*(10*sec) - 300*sec
-	at := func(s float64) int64 { return base + int64(s*float64(sec)) }
+	base, at := pastBase()
 	first := []ptraceotlp.ExportRequest{spans(span{"a", "/x", at(1), 10}), spans(span{"a", "/x", at(2), 20})}
 	rest := []ptraceotlp.ExportRequest{spans(span{"a", "/x", at(3), 30}), spans(span{"a", "/x", at(12), 1})}
 
@@ -106,8 +94,7 @@ func TestStateSurvivesRestartThroughFileStorage(t *testing.T) {
 // After kill -9, what was checkpointed survives; at most one checkpoint interval is lost.
 func TestKillNineLosesAtMostOneCheckpointInterval(t *testing.T) {
 	skipShort(t)
-	base := (time.Now().UnixNano()/(10*sec))*(10*sec) - 300*sec
-	at := func(s float64) int64 { return base + int64(s*float64(sec)) }
+	base, at := pastBase()
 	r := &storageRun{t: t, out: startServer(t), dir: t.TempDir(), recv: freePort(t)}
 	col, c := r.start("200ms")
 	sendAll(t, c, spans(span{"a", "/x", at(1), 10}))

@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
 )
 
 // telemetryConfig is the service::telemetry section that serves the collector's own metrics over a
@@ -365,50 +365,55 @@ func within(d time.Duration, cond func() bool) bool {
 	return true
 }
 
-func exportTraces(t *testing.T, c *client, req ptraceotlp.ExportRequest) {
+// exportWithin sends req through export (an OTLP client's Export) with a deadline of 10 s, and fails
+// the test if it returns an error.
+func exportWithin[Req, Resp any](t *testing.T, export func(context.Context, Req, ...grpc.CallOption) (Resp, error), req Req) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.traces.Export(ctx, req); err != nil {
+	if _, err := export(ctx, req); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func exportTraces(t *testing.T, c *client, req ptraceotlp.ExportRequest) {
+	t.Helper()
+	exportWithin(t, c.traces.Export, req)
 }
 
 func exportLogs(t *testing.T, c *client, req plogotlp.ExportRequest) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := c.logs.Export(ctx, req); err != nil {
-		t.Fatal(err)
-	}
+	exportWithin(t, c.logs.Export, req)
 }
 
 // connectorWatermarkConfig is the connector form with one span aggregation (count by service.name),
-// late spans routed to the test's server, and the collector's own metrics on telPort.
-func connectorWatermarkConfig(recv, telPort int, out, watermark, lateness string) string {
-	return fmt.Sprintf(`
-receivers:
-  otlp:
-    protocols: {grpc: {endpoint: 127.0.0.1:%d}}
+// late spans routed to the test's server, and the collector's own metrics on telPort. With a
+// storageDir, the component keeps its state in file_storage there, checkpointed every second.
+func connectorWatermarkConfig(recv, telPort int, out, watermark, lateness, storageDir string) string {
+	var extensions, storage, serviceExtensions string
+	if storageDir != "" {
+		extensions = fileStorageExtension(storageDir)
+		storage = `
+    storage: file_storage/wa
+    checkpoint: {interval: 1s}`
+		serviceExtensions = `
+  extensions: [file_storage/wa]`
+	}
+	return extensions + otlpReceiver(recv) + fmt.Sprintf(`
 connectors:
   window_aggregator:
     window: {size: 2s}
     watermark: %s
-    allowed_lateness: %s
+    allowed_lateness: %s%s
     aggregations:
       - {name: lat, signal: spans, group_by: [service.name], outputs: [count]}
-exporters:
-  otlp_grpc:
-    endpoint: %s
-    tls: {insecure: true}
-    sending_queue: {enabled: false}
-    retry_on_failure: {enabled: false}
-service:%s
+exporters:%s
+service:%s%s
   pipelines:
     traces: {receivers: [otlp], exporters: [window_aggregator]}
     metrics: {receivers: [window_aggregator], exporters: [otlp_grpc]}
     traces/late: {receivers: [window_aggregator], exporters: [otlp_grpc]}
-`, recv, watermark, lateness, out, telemetryConfig(telPort))
+`, watermark, lateness, storage, otlpExporter("otlp_grpc", out), serviceExtensions, telemetryConfig(telPort))
 }
 
 // checkProbe sends a span stamped 30 s in the past, which is expired, and checks the watermark it was
@@ -443,48 +448,101 @@ func checkProbe(t *testing.T, c *client, srv *otlpServer, ooo time.Duration) {
 	}
 }
 
+// liveRun is the connector form (connectorWatermarkConfig) on live traffic from on-time services: the
+// spans sent, counted under lat.count by service.name, and when each window of lat.count first
+// reached the server.
+type liveRun struct {
+	t      *testing.T
+	size   time.Duration
+	out    *otlpServer
+	tel    int // the port of the collector's own metrics
+	col    *collector
+	c      *client
+	sent   *ledger
+	fired  *firings
+	onTime []string
+}
+
+// startLiveRun starts the distribution on connectorWatermarkConfig with watermark and lateness (no
+// storage) for windows of size and traffic from the services onTime.
+func startLiveRun(t *testing.T, size time.Duration, watermark, lateness string, onTime ...string) *liveRun {
+	t.Helper()
+	out := startServer(t)
+	recv, tel := freePort(t), freePort(t)
+	col, c := runCollector(t, recv, connectorWatermarkConfig(recv, tel, out.addr, watermark, lateness, ""))
+	return &liveRun{t: t, size: size, out: out, tel: tel, col: col, c: c, sent: newLedger(size),
+		fired: &firings{srv: out, metric: "lat.count", seen: map[winKey]time.Time{}}, onTime: onTime}
+}
+
+// send exports one request of spans of service svc ending at ends, and counts them as sent.
+func (r *liveRun) send(svc string, ends ...int64) {
+	r.t.Helper()
+	exportTraces(r.t, r.c, svcSpans(svc, "op", ends...))
+	r.sent.add("lat.count", "service.name="+svc, ends...)
+}
+
+// traffic ticks every 150 ms, at most ticks times and for no longer than d: on each tick it sends
+// three spans per on-time service, ending up to 200 ms before the tick, calls also (when not nil)
+// with the tick's number and time, and polls the firings. It returns when the traffic began and ended.
+func (r *liveRun) traffic(d time.Duration, ticks int, also func(n int, now time.Time)) (from, until time.Time) {
+	r.t.Helper()
+	from = time.Now()
+	tick := time.NewTicker(150 * time.Millisecond)
+	defer tick.Stop()
+	for n := 0; n < ticks && time.Since(from) < d; n++ {
+		<-tick.C
+		now := time.Now()
+		for _, svc := range r.onTime {
+			r.send(svc, jittered(now, 3, 200*time.Millisecond)...)
+		}
+		if also != nil {
+			also(n, now)
+		}
+		r.fired.poll()
+	}
+	return from, time.Now()
+}
+
+// checkPrompt runs firings.checkPrompt for every on-time service, with a margin of 1.5 s.
+func (r *liveRun) checkPrompt(ooo time.Duration, from, until time.Time, min int) {
+	r.t.Helper()
+	for _, svc := range r.onTime {
+		r.fired.checkPrompt(r.t, r.sent.get("lat.count"), "service.name="+svc, r.size, ooo, 1500*time.Millisecond, from, until, min)
+	}
+}
+
+// finish checks the probe (checkProbe), stops the collector with SIGTERM, which fires every open
+// window (there is no storage), and checks that every window counts what was sent and that nothing
+// but the probe was routed late.
+func (r *liveRun) finish(ooo time.Duration) {
+	r.t.Helper()
+	checkProbe(r.t, r.c, r.out, ooo)
+	r.col.stop(r.t)
+	if d := diffTotals(windowTotals(r.t, r.out, "lat.count", r.size), r.sent.get("lat.count")); d != "" {
+		r.t.Errorf("counts per window differ from what was sent:\n%s", d)
+	}
+	checkNoneLateBut(r.t, r.out, "probe")
+}
+
 // Several services send on-time spans continuously; one host's clock runs two minutes ahead. W follows
 // the clock, not the skewed host: no on-time span is late, every window fires on time and counts what
 // was sent, and the skewed spans are aggregated into their own (future) windows.
 func TestSkewedHostDoesNotMakeOthersLate(t *testing.T) {
 	skipShort(t)
 	const size, ooo = 2 * time.Second, time.Second
-	out := startServer(t)
-	recv, tel := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", recv)
-	col := startCollector(t, connectorWatermarkConfig(recv, tel, out.addr, "{max_out_of_orderness: 1s}", "3s"), addr)
-	c := dial(t, addr)
-
-	sent := newLedger(size)
-	onTime := []string{"a", "b", "c"}
-	fired := &firings{srv: out, metric: "lat.count", seen: map[winKey]time.Time{}}
+	r := startLiveRun(t, size, "{max_out_of_orderness: 1s}", "3s", "a", "b", "c")
 	skewed := 0
-	start := time.Now()
-	tick := time.NewTicker(150 * time.Millisecond)
-	defer tick.Stop()
-	for n := 0; n < 60 && time.Since(start) < 7*time.Second; n++ {
-		<-tick.C
-		now := time.Now()
-		for _, svc := range onTime {
-			ends := jittered(now, 3, 200*time.Millisecond)
-			exportTraces(t, c, svcSpans(svc, "op", ends...))
-			sent.add("lat.count", "service.name="+svc, ends...)
-		}
+	start, end := r.traffic(7*time.Second, 60, func(_ int, now time.Time) {
 		ahead := jittered(now.Add(2*time.Minute), 2, 200*time.Millisecond)
-		exportTraces(t, c, svcSpans("skewed", "op", ahead...))
-		sent.add("lat.count", "service.name=skewed", ahead...)
+		r.send("skewed", ahead...)
 		skewed += len(ahead)
-		fired.poll()
-	}
-	end := time.Now()
-	fired.poll()
-	for _, svc := range onTime {
-		fired.checkPrompt(t, sent.get("lat.count"), "service.name="+svc, size, ooo, 1500*time.Millisecond, start, end, 2)
-	}
+	})
+	r.fired.poll()
+	r.checkPrompt(ooo, start, end, 2)
 
 	// The collector's own view: the skewed spans are counted as ahead of the clock, and W lags the
 	// clock by max_out_of_orderness, held there by the clock.
-	samples := scrape(t, tel)
+	samples := scrape(t, r.tel)
 	if n, _ := telemetrySum(samples, "otelcol_window_aggregator_clock_skew_records", map[string]string{"reason": "ahead_of_clock"}); n != float64(skewed) {
 		t.Errorf("clock_skew_records{reason=ahead_of_clock} = %v, want the %d skewed spans", n, skewed)
 	}
@@ -494,15 +552,9 @@ func TestSkewedHostDoesNotMakeOthersLate(t *testing.T) {
 	if n, _ := telemetrySum(samples, "otelcol_window_aggregator_late_records", nil); n != 0 {
 		t.Errorf("late_records = %v before the probe, want 0", n)
 	}
-	checkProbe(t, c, out, ooo)
-
-	// SIGTERM fires every open window (no storage): the skewed host's future windows too.
-	col.stop(t)
-	if d := diffTotals(windowTotals(t, out, "lat.count", size), sent.get("lat.count")); d != "" {
-		t.Errorf("counts per window differ from what was sent:\n%s", d)
-	}
-	checkNoneLateBut(t, out, "probe")
-	t.Logf("sent %d on-time spans and %d skewed ones in %s", sent.total("lat.count")-skewed, skewed, end.Sub(start).Round(time.Millisecond))
+	// The final SIGTERM fires the skewed host's future windows too.
+	r.finish(ooo)
+	t.Logf("sent %d on-time spans and %d skewed ones in %s", r.sent.total("lat.count")-skewed, skewed, end.Sub(start).Round(time.Millisecond))
 }
 
 // One stray span stamped 60 s ahead, amid live on-time traffic, with the idle rule on and a silence
@@ -510,58 +562,25 @@ func TestSkewedHostDoesNotMakeOthersLate(t *testing.T) {
 func TestStraySpanAheadOfClock(t *testing.T) {
 	skipShort(t)
 	const size, ooo, idle = 2 * time.Second, time.Second, 3 * time.Second
-	out := startServer(t)
-	recv, tel := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", recv)
-	col := startCollector(t, connectorWatermarkConfig(recv, tel, out.addr, "{max_out_of_orderness: 1s, idle_timeout: 3s}", "2s"), addr)
-	c := dial(t, addr)
-
-	sent := newLedger(size)
-	onTime := []string{"a", "b"}
-	fired := &firings{srv: out, metric: "lat.count", seen: map[winKey]time.Time{}}
-	traffic := func(d time.Duration, stray bool) (from, until time.Time) {
-		from = time.Now()
-		tick := time.NewTicker(150 * time.Millisecond)
-		defer tick.Stop()
-		for n := 0; n < 50 && time.Since(from) < d; n++ {
-			<-tick.C
-			now := time.Now()
-			for _, svc := range onTime {
-				ends := jittered(now, 3, 200*time.Millisecond)
-				exportTraces(t, c, svcSpans(svc, "op", ends...))
-				sent.add("lat.count", "service.name="+svc, ends...)
-			}
-			if stray && n == 6 {
-				at := now.Add(time.Minute).UnixNano()
-				exportTraces(t, c, svcSpans("stray", "op", at))
-				sent.add("lat.count", "service.name=stray", at)
-			}
-			fired.poll()
+	r := startLiveRun(t, size, "{max_out_of_orderness: 1s, idle_timeout: 3s}", "2s", "a", "b")
+	r.traffic(2*time.Second, 50, func(n int, now time.Time) {
+		if n == 6 {
+			r.send("stray", now.Add(time.Minute).UnixNano())
 		}
-		return from, time.Now()
-	}
-	traffic(2*time.Second, true)
+	})
 	// Silence: longer than idle_timeout, no record at all.
 	silence := time.Now()
 	time.Sleep(idle + 1500*time.Millisecond)
-	fired.poll()
-	from, until := traffic(5*time.Second, false)
-	fired.poll()
-	for _, svc := range onTime {
-		// The windows that close after the silence, while traffic runs again.
-		fired.checkPrompt(t, sent.get("lat.count"), "service.name="+svc, size, ooo, 1500*time.Millisecond, from, until, 1)
-	}
-	if n, _ := telemetrySum(scrape(t, tel), "otelcol_window_aggregator_late_records", nil); n != 0 {
+	r.fired.poll()
+	from, until := r.traffic(5*time.Second, 50, nil)
+	r.fired.poll()
+	// The windows that close after the silence, while traffic runs again.
+	r.checkPrompt(ooo, from, until, 1)
+	if n, _ := telemetrySum(scrape(t, r.tel), "otelcol_window_aggregator_late_records", nil); n != 0 {
 		t.Errorf("late_records = %v, want 0", n)
 	}
-	checkProbe(t, c, out, ooo)
-	col.stop(t)
-
-	if d := diffTotals(windowTotals(t, out, "lat.count", size), sent.get("lat.count")); d != "" {
-		t.Errorf("counts per window differ from what was sent:\n%s", d)
-	}
-	checkNoneLateBut(t, out, "probe")
-	t.Logf("silence of %s; %d spans sent", from.Sub(silence).Round(time.Millisecond), sent.total("lat.count"))
+	r.finish(ooo)
+	t.Logf("silence of %s; %d spans sent", from.Sub(silence).Round(time.Millisecond), r.sent.total("lat.count"))
 }
 
 // agent generates live spans on a ticker and sends them while the collector is up; while it is down
@@ -635,36 +654,8 @@ func TestRestartWithStorageDuringLiveTraffic(t *testing.T) {
 	out := startServer(t)
 	dir := t.TempDir()
 	recv, tel := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", recv)
-	config := fmt.Sprintf(`
-extensions:
-  file_storage/wa:
-    directory: %s
-receivers:
-  otlp:
-    protocols: {grpc: {endpoint: 127.0.0.1:%d}}
-connectors:
-  window_aggregator:
-    window: {size: 2s}
-    watermark: {max_out_of_orderness: 1s, idle_timeout: 3s}
-    allowed_lateness: 2s
-    storage: file_storage/wa
-    checkpoint: {interval: 1s}
-    aggregations:
-      - {name: lat, signal: spans, group_by: [service.name], outputs: [count]}
-exporters:
-  otlp_grpc:
-    endpoint: %s
-    tls: {insecure: true}
-    sending_queue: {enabled: false}
-    retry_on_failure: {enabled: false}
-service:
-  extensions: [file_storage/wa]%s
-  pipelines:
-    traces: {receivers: [otlp], exporters: [window_aggregator]}
-    metrics: {receivers: [window_aggregator], exporters: [otlp_grpc]}
-    traces/late: {receivers: [window_aggregator], exporters: [otlp_grpc]}
-`, dir, recv, out.addr, telemetryConfig(tel))
+	addr := loopback(recv)
+	config := connectorWatermarkConfig(recv, tel, out.addr, "{max_out_of_orderness: 1s, idle_timeout: 3s}", "2s", dir)
 
 	services := []string{"a", "b"}
 	a := &agent{sent: newLedger(size)}
@@ -750,18 +741,10 @@ func holdConfig(recv int, out, dir string, proc, hold bool) string {
     aggregations:
       - {name: spans, signal: spans, group_by: [service.name], outputs: [count]}
       - {name: logs, signal: logs, group_by: [service.name], outputs: [count]}`
-	head := fmt.Sprintf(`
-receivers:
-  otlp:
-    protocols: {grpc: {endpoint: 127.0.0.1:%d}}
-exporters:
-  otlp_grpc:
-    endpoint: %s
-    tls: {insecure: true}
-    sending_queue: {enabled: false}
-    retry_on_failure: {enabled: false}
+	head := otlpReceiver(recv) + `
+exporters:` + otlpExporter("otlp_grpc", out) + `
   debug: {verbosity: basic}
-`, recv, out)
+`
 	if !proc {
 		return head + `
 processors:
@@ -782,13 +765,10 @@ service:
 	if !hold {
 		through = "[window_aggregator]"
 	}
-	return head + fmt.Sprintf(`
-extensions:
-  file_storage/wa:
-    directory: %s
+	return head + fileStorageExtension(dir) + `
 processors:
   batch/hold: {send_batch_size: 1000000, timeout: 1m}
-  window_aggregator:`, dir) + wa + `
+  window_aggregator:` + wa + `
     storage: file_storage/wa
     checkpoint: {interval: 1h}
 service:
@@ -802,9 +782,10 @@ service:
 }
 
 // sendHeld sends 100 logs and 50 spans of service "app" as live traffic over about 1.5 s (ten rounds
-// of 10 logs and 5 spans), and counts them in sent.
-func sendHeld(t *testing.T, c *client, sent *ledger) {
+// of 10 logs and 5 spans), and returns them counted for windows of size.
+func sendHeld(t *testing.T, c *client, size time.Duration) *ledger {
 	t.Helper()
+	sent := newLedger(size)
 	tick := time.NewTicker(150 * time.Millisecond)
 	defer tick.Stop()
 	for range 10 {
@@ -816,6 +797,7 @@ func sendHeld(t *testing.T, c *client, sent *ledger) {
 		exportTraces(t, c, svcSpans("app", "op", ss...))
 		sent.add("spans.count", "service.name=app", ss...)
 	}
+	return sent
 }
 
 // SIGTERM while batch processors hold spans and logs in two pipelines: the collector shuts the
@@ -827,11 +809,8 @@ func TestSIGTERMWithBatchProcessorHoldingRecords(t *testing.T) {
 	for rep := range 8 {
 		out := startServer(t)
 		recv := freePort(t)
-		addr := fmt.Sprintf("127.0.0.1:%d", recv)
-		col := startCollector(t, holdConfig(recv, out.addr, "", false, true), addr)
-		c := dial(t, addr)
-		sent := newLedger(size)
-		sendHeld(t, c, sent)
+		col, c := runCollector(t, recv, holdConfig(recv, out.addr, "", false, true))
+		sent := sendHeld(t, c, size)
 		// Every Export has returned: the batch processors hold all of it, and nothing reached the
 		// connector yet.
 		if n := len(out.points(0)); n != 0 {
@@ -863,11 +842,8 @@ func TestSIGTERMWithBatchProcessorHoldingRecordsProcessorStorage(t *testing.T) {
 		out := startServer(t)
 		dir := t.TempDir()
 		recv := freePort(t)
-		addr := fmt.Sprintf("127.0.0.1:%d", recv)
-		col := startCollector(t, holdConfig(recv, out.addr, dir, true, true), addr)
-		c := dial(t, addr)
-		sent := newLedger(size)
-		sendHeld(t, c, sent)
+		col, c := runCollector(t, recv, holdConfig(recv, out.addr, dir, true, true))
+		sent := sendHeld(t, c, size)
 		lastEnd := int64(0)
 		for _, m := range []string{"spans.count", "logs.count"} {
 			for k := range sent.get(m) {
@@ -879,8 +855,7 @@ func TestSIGTERMWithBatchProcessorHoldingRecordsProcessorStorage(t *testing.T) {
 
 		// The second run without the batch processors (same window_aggregator settings), so that a
 		// record that closes every window of the first run reaches the component at once.
-		col = startCollector(t, holdConfig(recv, out.addr, dir, true, false), addr)
-		c = dial(t, addr)
+		col, c = runCollector(t, recv, holdConfig(recv, out.addr, dir, true, false))
 		// W = its time - ooo >= their ends (W cannot pass the clock, so it is sent once the clock is there).
 		if d := time.Until(time.Unix(0, lastEnd).Add(ooo + 50*time.Millisecond)); d > 0 {
 			time.Sleep(d)
@@ -918,21 +893,8 @@ func TestSIGTERMWithBatchProcessorHoldingRecordsProcessorStorage(t *testing.T) {
 func TestGeometryLimitFailsAtStartupNamingWindowSlide(t *testing.T) {
 	skipShort(t)
 	config := func(size, slide string) string {
-		path := filepath.Join(t.TempDir(), "geometry.yaml")
-		writeFile(t, path, fmt.Sprintf(`
-receivers: {otlp: {protocols: {grpc: {endpoint: 127.0.0.1:%d}}}}
-connectors:
-  window_aggregator:
-    window: {size: %s, slide: %s}
-    aggregations: [{name: a, signal: spans, outputs: [count]}]
-exporters: {debug: {}}
-service:
-  telemetry: {metrics: {level: none}}
-  pipelines:
-    traces: {receivers: [otlp], exporters: [window_aggregator]}
-    metrics: {receivers: [window_aggregator], exporters: [debug]}
-`, freePort(t), size, slide))
-		return path
+		window := fmt.Sprintf("{size: %s, slide: %s}", size, slide)
+		return writeConfig(t, "geometry.yaml", debugConfig(freePort(t), window, "[{name: a, signal: spans, outputs: [count]}]", "traces"))
 	}
 	bad := config("1m", "1ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -944,12 +906,8 @@ service:
 	if err == nil {
 		t.Fatalf("the distribution exited cleanly on window.size 1m, window.slide 1ms:\n%s", out)
 	}
-	for _, want := range []string{"window.slide", "10000"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("startup error lacks %q:\n%s", want, out)
-		}
-	}
-	if out, err := exec.Command(distBinary, "validate", "--config", config("10s", "1ms")).CombinedOutput(); err != nil {
+	checkOutputContains(t, "startup error", out, "window.slide", "10000")
+	if out, err := validate(config("10s", "1ms")); err != nil {
 		t.Errorf("window.size 10s, window.slide 1ms (10000 windows per record) is within the limit: %v\n%s", err, out)
 	}
 }
