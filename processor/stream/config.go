@@ -22,7 +22,14 @@ type Config struct {
 	PerSource         bool
 	SourceIdleTimeout time.Duration
 	MaxSources        int
-	Aggregations      []Aggregation
+	// What a Result's Point holds (see Point): running totals per series (Cumulative) or the records
+	// of one slide; FoldLate puts late records into the series' next point, and no window fires
+	// twice. Cumulative needs FoldLate. A cumulative series lives until SeriesExpiration of event time
+	// has passed since its newest data.
+	Cumulative       bool
+	FoldLate         bool
+	SeriesExpiration time.Duration
+	Aggregations     []Aggregation
 	// shards is the number of independently locked parts of the series table; 0 picks a default.
 	shards int
 	// Clock is the wall clock; nil means the system clock.
@@ -35,8 +42,12 @@ type Aggregation struct {
 	MaxSeries int
 	// Quantiles are computed, in this order, from the whole-window sketch at every firing.
 	Quantiles []float64
-	// Histogram keeps a sketch and reports it (as a delta on late firings).
+	// Histogram keeps a sketch and reports it (as a delta on late firings), and the values' sketch in
+	// each Point.
 	Histogram bool
+	// Bounds, ascending and finite, are the upper bounds of explicit buckets counted exactly for each
+	// Point; nil: none.
+	Bounds []float64
 }
 
 func (a Aggregation) keepsSketch() bool { return a.Histogram || len(a.Quantiles) > 0 }
@@ -89,7 +100,19 @@ func (c Config) validate() error {
 	} else if len(c.Aggregations) > maxAggregations {
 		errs = append(errs, fmt.Errorf("at most %d aggregations", maxAggregations))
 	}
+	if c.Cumulative && !c.FoldLate {
+		errs = append(errs, errors.New("cumulative output needs late records folded into the next point"))
+	}
+	if c.Cumulative && (c.SeriesExpiration <= 0 || c.SeriesExpiration > maxDuration) {
+		errs = append(errs, fmt.Errorf("series expiration must be > 0 and <= %s", maxDuration))
+	}
 	for i, a := range c.Aggregations {
+		for j, b := range a.Bounds {
+			if math.IsNaN(b) || math.IsInf(b, 0) || (j > 0 && b <= a.Bounds[j-1]) {
+				errs = append(errs, fmt.Errorf("aggregation %d: bucket bounds must be finite and ascending", i))
+				break
+			}
+		}
 		if a.MaxSeries <= 0 {
 			errs = append(errs, fmt.Errorf("aggregation %d: max_series must be > 0", i))
 		}
@@ -111,5 +134,6 @@ func (c Config) slide() time.Duration {
 
 func (c Config) windowing() windowing {
 	s := int64(c.slide())
-	return windowing{size: int64(c.Size), slide: s, lateness: int64(c.AllowedLateness), panesPerWindow: int64(c.Size) / s}
+	return windowing{size: int64(c.Size), slide: s, lateness: int64(c.AllowedLateness), panesPerWindow: int64(c.Size) / s,
+		cumulative: c.Cumulative, fold: c.FoldLate, expiration: int64(c.SeriesExpiration)}
 }

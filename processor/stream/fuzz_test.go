@@ -166,7 +166,7 @@ func runFuzzOps(data []byte) (msg string) {
 	firsts := map[windowID]bool{}
 	var verdicts [numVerdicts]uint64 // since the engine was made or restored
 	var problems []string
-	onResult := func(res *Result) {
+	onResult := windowsOnly(func(res *Result) {
 		f := firingFromResult(res)
 		a := cfg.Aggregations[f.Agg]
 		bad := func(what string) { problems = append(problems, what+": "+tf.firing(&f)) }
@@ -204,7 +204,7 @@ func runFuzzOps(data []byte) (msg string) {
 			}
 			firsts[f.window()] = true
 		}
-	}
+	})
 	lastW := int64(math.MinInt64)
 	checkW := func(when string) {
 		w, mw := e.Watermark(), m.watermarkAt(now)

@@ -647,7 +647,7 @@ func collectFirings(e *Engine, now int64) []firingRec { return collectFiringsOf(
 // copyFiring).
 func collectFiringsOf(e *Engine, now int64, buckets bool) []firingRec {
 	var out []firingRec
-	e.Collect(now, func(r *Result) { out = append(out, copyFiring(r, buckets)) })
+	e.Collect(now, windowsOnly(func(r *Result) { out = append(out, copyFiring(r, buckets)) }))
 	sortFirings(out)
 	return out
 }
@@ -656,7 +656,7 @@ func fireAllFirings(e *Engine) []firingRec { return fireAllFiringsOf(e, true) }
 
 func fireAllFiringsOf(e *Engine, buckets bool) []firingRec {
 	var out []firingRec
-	e.FireAll(func(r *Result) { out = append(out, copyFiring(r, buckets)) })
+	e.FireAll(windowsOnly(func(r *Result) { out = append(out, copyFiring(r, buckets)) }))
 	sortFirings(out)
 	return out
 }

@@ -55,7 +55,10 @@ type pane struct {
 	// containing this pane (LateUpdate). Between flush points the fired windows do not change, so one
 	// delta serves every window that will fire late for it.
 	delta     totals
-	deltaHist *sketch.Histogram // values of delta; nil unless the aggregation reports a histogram
+	deltaHist *sketch.Histogram // values of delta; nil unless the aggregation reports a histogram and late firings revise
+	// counts are the pane's on-time values in the aggregation's explicit buckets (nil without), for
+	// its slide's point; deltaCounts those of delta, made when a late firing first needs them.
+	counts, deltaCounts []uint64
 }
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
@@ -79,14 +82,35 @@ func (p *pane) clearDelta() {
 	if p.deltaHist != nil {
 		p.deltaHist.Reset()
 	}
+	clear(p.deltaCounts)
 }
 
 // newSketch is the one place that picks the sketch's parameters.
 func newSketch() *sketch.Histogram { return sketch.New(sketch.DefaultScale, sketch.DefaultMaxBuckets) }
 
-// sketchPool recycles the sketches of dropped panes within a shard.
+// sketchPool recycles the sketches and bucket counts of dropped panes within a shard.
 type sketchPool struct {
-	free []*sketch.Histogram
+	free       []*sketch.Histogram
+	freeCounts [][]uint64
+}
+
+// getCounts returns n zero bucket counts.
+func (sp *sketchPool) getCounts(n int) []uint64 {
+	k := len(sp.freeCounts)
+	if k == 0 {
+		return make([]uint64, n)
+	}
+	c := sp.freeCounts[k-1]
+	sp.freeCounts[k-1] = nil
+	sp.freeCounts = sp.freeCounts[:k-1]
+	clear(c)
+	return c
+}
+
+func (sp *sketchPool) putCounts(c []uint64) {
+	if c != nil {
+		sp.freeCounts = append(sp.freeCounts, c)
+	}
 }
 
 func (sp *sketchPool) get() *sketch.Histogram {
@@ -107,21 +131,27 @@ func (sp *sketchPool) put(h *sketch.Histogram) {
 	}
 }
 
-// newPane returns an empty pane at start with the sketches that aggregation a keeps.
-func newPane(start int64, a *Aggregation, sp *sketchPool) pane {
+// newPane returns an empty pane at start with the sketches and counts that aggregation a keeps, under
+// the output mode of g.
+func newPane(start int64, a *Aggregation, g *windowing, sp *sketchPool) pane {
 	p := pane{start: start}
 	if a.keepsSketch() {
 		p.hist = sp.get()
 	}
-	if a.Histogram {
+	if a.Histogram && !g.fold {
 		p.deltaHist = sp.get()
+	}
+	if a.Bounds != nil {
+		p.counts = sp.getCounts(len(a.Bounds) + 1)
 	}
 	return p
 }
 
-// release gives the pane's sketches back to the pool.
+// release gives the pane's sketches and counts back to the pool.
 func (p *pane) release(sp *sketchPool) {
 	sp.put(p.hist)
 	sp.put(p.deltaHist)
-	p.hist, p.deltaHist = nil, nil
+	sp.putCounts(p.counts)
+	sp.putCounts(p.deltaCounts)
+	p.hist, p.deltaHist, p.counts, p.deltaCounts = nil, nil, nil, nil
 }

@@ -2,7 +2,8 @@ package stream
 
 import "github.com/windowaggregator/windowaggregator/processor/sketch"
 
-// Result is one firing of one window of one series.
+// Result is what one series emits at one window end: a firing of its window [Start, End), its point
+// for the additive outputs, or both.
 //
 // A first firing carries the whole window. A late firing (late set) carries Count, Sum, ValueCount and
 // Hist as deltas of the late records alone, so that the firings of one window add up to the whole, and
@@ -23,14 +24,43 @@ type Result struct {
 	Quantiles        []float64
 	Hist             *sketch.Histogram // nil unless the aggregation reports a histogram (delta when late)
 
-	late      bool              // a firing of a window that had fired before
-	histStore *sketch.Histogram // Hist's storage, kept across reuse
+	// HasWindow: the fields above describe a window of the series (a first or a late firing). A
+	// Result without one carries a point alone: a cumulative series' point at a window end where it
+	// has no data, or the point that takes folded late records.
+	HasWindow bool
+	// HasPoint: Point holds the additive outputs' point of this window end (see Point).
+	HasPoint bool
+	Point    Point
+
+	late        bool              // a firing of a window that had fired before
+	histStore   *sketch.Histogram // Hist's storage, kept across reuse
+	pointStore  *sketch.Histogram // Point.Hist's storage, likewise
+	countsStore []uint64          // Point.BucketCounts' storage, likewise
 }
 
 // reset empties r for reuse, keeping its Quantiles and Hist storage.
 func (r *Result) reset() {
-	q, h := r.Quantiles[:0], r.histStore
-	*r = Result{Quantiles: q, histStore: h}
+	q, h, ph, bc := r.Quantiles[:0], r.histStore, r.pointStore, r.countsStore
+	*r = Result{Quantiles: q, histStore: h, pointStore: ph, countsStore: bc}
+}
+
+// pointCounts returns the point's bucket counts storage: n zeros.
+func (r *Result) pointCounts(n int) []uint64 {
+	if cap(r.countsStore) < n {
+		r.countsStore = make([]uint64, n)
+	}
+	r.countsStore = r.countsStore[:n]
+	clear(r.countsStore)
+	return r.countsStore
+}
+
+// pointSketch returns the point's sketch storage, empty.
+func (r *Result) pointSketch() *sketch.Histogram {
+	if r.pointStore == nil {
+		r.pointStore = newSketch()
+	}
+	r.pointStore.Reset()
+	return r.pointStore
 }
 
 // setHist makes r.Hist a copy of h.

@@ -32,9 +32,10 @@ type series struct {
 	headHist *sketch.Histogram
 
 	overflow bool
-	accOK    bool   // see acc
-	pos      int    // index in its shard's list
-	panes    []pane // sorted by start
+	accOK    bool     // see acc
+	pos      int32    // index in its shard's list
+	ac       *accrual // nil until the series needs one
+	panes    []pane   // sorted by start
 	pending  [pendingValues]float64
 
 	// For sliding windows with a sketch: acc holds the values of the panes in [accEnd-size, accEnd)
@@ -69,7 +70,7 @@ func (s *series) setKey(key []byte) {
 
 // pane returns the series' pane starting at start, creating it if needed. The pointer is valid until
 // the series' panes change.
-func (s *series) pane(start int64, sp *sketchPool, a *Aggregation) *pane {
+func (s *series) pane(start int64, sh *shard) *pane {
 	n := len(s.panes)
 	// Records mostly go to the newest pane: look there first.
 	if n > 0 && s.panes[n-1].start == start {
@@ -84,7 +85,7 @@ func (s *series) pane(start int64, sp *sketchPool, a *Aggregation) *pane {
 	}
 	s.panes = append(s.panes, pane{})
 	copy(s.panes[i+1:], s.panes[i:])
-	s.panes[i] = newPane(start, a, sp)
+	s.panes[i] = newPane(start, &sh.aggs[s.agg], &sh.g, &sh.pool)
 	return &s.panes[i]
 }
 
@@ -97,9 +98,9 @@ func (s *series) paneAt(start int64) *pane {
 }
 
 // takeHead makes the pane starting at start, created if needed, the series' head.
-func (s *series) takeHead(start int64, g *windowing, sp *sketchPool, a *Aggregation) {
-	s.putHead(g)
-	p := s.pane(start, sp, a)
+func (s *series) takeHead(start int64, sh *shard) {
+	s.putHead(sh)
+	p := s.pane(start, sh)
 	s.head, s.headStart, s.headHist = p.total, start, p.hist
 }
 
@@ -112,11 +113,11 @@ func (s *series) takeHead(start int64, g *windowing, sp *sketchPool, a *Aggregat
 // range when it is inserted, as it would have had it been inserted at once. The head's totals are
 // the pane's with the records added in order, so they are what adding them to the pane would have
 // made, to the last bit of the sum.
-func (s *series) putHead(g *windowing) {
+func (s *series) putHead(sh *shard) {
 	if s.head.count == 0 {
 		return
 	}
-	s.insertPending(g)
+	s.insertPending(sh)
 	s.paneAt(s.headStart).total = s.head
 	s.head, s.headHist = totals{}, nil
 }
@@ -125,23 +126,29 @@ func (s *series) putHead(g *windowing) {
 //
 // The value goes to pending even when the aggregation keeps no sketch, where insertValues drops it:
 // checking headHist here would read another cache line of the series for every record.
-func (s *series) addToHead(v float64, hasValue bool, g *windowing) {
+func (s *series) addToHead(v float64, hasValue bool, sh *shard) {
 	s.head.add(v, hasValue)
 	if hasValue {
 		s.pending[s.npending&(pendingValues-1)] = v
 		s.npending++
 		if s.npending == pendingValues {
-			s.insertPending(g)
+			s.insertPending(sh)
 		}
 	}
 }
 
 // insertPending inserts the pending values into the head's sketch, and into acc if the head's pane
-// is in acc's range.
-func (s *series) insertPending(g *windowing) {
+// is in acc's range, and counts them in the pane's explicit buckets.
+func (s *series) insertPending(sh *shard) {
 	vs := s.pending[:s.npending]
 	s.npending = 0
-	s.insertValues(s.headHist, s.headStart, vs, g.size)
+	s.insertValues(s.headHist, s.headStart, vs, sh.g.size)
+	if bounds := sh.aggs[s.agg].Bounds; bounds != nil && len(vs) > 0 {
+		counts := s.paneAt(s.headStart).counts
+		for _, v := range vs {
+			counts[bucketOf(bounds, v)]++
+		}
+	}
 }
 
 // insertValues inserts values of the pane starting at start into h, its sketch, and into acc if the

@@ -85,7 +85,7 @@ func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v f
 		s.active[agg].Add(-1)
 		return vd, true
 	}
-	se := &series{hash: h, agg: int32(agg), pos: len(s.list)}
+	se := &series{hash: h, agg: int32(agg), pos: int32(len(s.list))}
 	se.setKey(key)
 	s.table.insert(se)
 	s.list = append(s.list, se)
@@ -108,13 +108,14 @@ func (s *shard) overflowSeries(agg int) *series {
 	if se := s.overflow[agg]; se != nil {
 		return se
 	}
-	se := &series{agg: int32(agg), overflow: true, pos: len(s.list)}
+	se := &series{agg: int32(agg), overflow: true, pos: int32(len(s.list))}
 	s.overflow[agg] = se
 	s.list = append(s.list, se)
 	return se
 }
 
-// release removes a series that holds no pane; a regular one gives its slot back to max_series.
+// release removes a series that has ended (see series.ended); a regular one gives its slot back to
+// max_series.
 func (s *shard) release(se *series) {
 	last := len(s.list) - 1
 	s.list[se.pos] = s.list[last]
@@ -130,21 +131,27 @@ func (s *shard) release(se *series) {
 	// The key of a result, and the attribute values taken from it, may point into the series (see
 	// setKey) and outlive it: drop what the series holds, so that they keep its own bytes alive and
 	// not its panes' storage and its sliding-window sketch.
-	se.panes, se.acc = nil, nil
+	se.panes, se.acc, se.ac = nil, nil, nil
 }
 
 // add puts a record of pane start, judged as verdict, into series se. A NaN or infinite v is counted
 // but left out of the value aggregates.
 //
 // An on-time record goes to the series' head (see series.head), which its pane becomes if it is not
-// already. A late one, rare, goes to its pane at once, with the delta that its late firing reports.
+// already. A late one, rare, goes to its pane at once, for the windows that have not fired yet, and
+// either to what the series' next point folds in or to the delta that its late firing reports.
 func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 	hasValue := !math.IsNaN(v) && !math.IsInf(v, 0)
 	if verdict != LateUpdate {
 		if se.head.count == 0 || se.headStart != start {
-			se.takeHead(start, &s.g, &s.pool, &s.aggs[se.agg])
+			se.takeHead(start, s)
 		}
-		se.addToHead(v, hasValue, &s.g)
+		se.addToHead(v, hasValue, s)
+		if start+s.g.slide <= s.applied {
+			// On time for a window still to fire, after the point of its own slide: the series'
+			// next point takes it.
+			se.foldLate(v, hasValue, &s.aggs[se.agg])
+		}
 		return
 	}
 	// The head is not on this pane: a record is late for a pane once a window holding it has fired,
@@ -152,12 +159,31 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 	// Were it on it, putting it back after this record would overwrite the record in the totals: put
 	// it back first, at the cost of one comparison on this rare path, rather than rely on that alone.
 	if se.head.count > 0 && se.headStart == start {
-		se.putHead(&s.g)
+		se.putHead(s)
 	}
-	p := se.pane(start, &s.pool, &s.aggs[se.agg])
-	p.addLate(v, hasValue)
+	a := &s.aggs[se.agg]
+	p := se.pane(start, s)
 	if hasValue {
 		se.insertValues(p.hist, start, []float64{v}, s.g.size)
+		if a.Bounds != nil {
+			p.counts[bucketOf(a.Bounds, v)]++
+		}
+	}
+	if s.g.fold {
+		p.total.add(v, hasValue)
+		se.foldLate(v, hasValue, a)
+		return
+	}
+	p.addLate(v, hasValue)
+	if hasValue && a.Bounds != nil {
+		if p.deltaCounts == nil {
+			p.deltaCounts = s.pool.getCounts(len(a.Bounds) + 1)
+		}
+		p.deltaCounts[bucketOf(a.Bounds, v)]++
+	}
+	if s.g.expired(start+s.g.slide, s.applied) {
+		// The window of the record's own slide can no longer fire late: its point is the next one.
+		se.foldLate(v, hasValue, a)
 	}
 	s.dirty = true
 }
@@ -174,7 +200,7 @@ func (s *shard) flush(w int64) {
 	for i := 0; i < len(s.list); {
 		se := s.list[i]
 		s.flushSeries(se, oldW, w)
-		if len(se.panes) == 0 {
+		if se.ended(w, &s.g) {
 			s.release(se)
 			continue // the last series moved into slot i
 		}
@@ -186,32 +212,41 @@ func (s *shard) flush(w int64) {
 }
 
 func (s *shard) flushSeries(se *series, oldW, w int64) {
-	g := s.g
-	se.putHead(&s.g)
+	g := &s.g
+	se.putHead(s)
 	if s.dirty {
 		s.fireLate(se, oldW)
 	}
-	// First firings: windows ending in (oldW, w] that hold at least one pane.
-	e := max(g.paneStart(oldW)+g.slide, se.panes[0].start+g.slide)
+	// First firings: windows ending in (oldW, w] that hold at least one pane, and the window ends
+	// where the series wants a point without one (see series.wantsPoint).
+	e := g.paneStart(oldW) + g.slide
+	if len(se.panes) > 0 && !se.wantsPoint(e, g, w >= maxTime) {
+		e = max(e, se.panes[0].start+g.slide)
+	}
 	j := 0 // first pane that can be in the window ending at e
 	for e <= w {
 		for j < len(se.panes) && se.panes[j].start < e-g.size {
 			j++
 		}
-		if j == len(se.panes) {
-			break
-		}
-		if ps := se.panes[j].start; ps >= e {
-			e = ps + g.slide // the window ending at e is empty: jump to the first that is not
+		inWindow := j < len(se.panes) && se.panes[j].start < e
+		if !inWindow && !se.wantsPoint(e, g, w >= maxTime) {
+			if j == len(se.panes) {
+				break
+			}
+			e = se.panes[j].start + g.slide // jump to the first window that holds a pane
 			continue
 		}
-		s.emit(se, e-g.size, e, false)
+		s.emit(se, e-g.size, e, false, inWindow)
 		e += g.slide
 	}
 	if s.dirty {
 		for i := range se.panes {
 			se.panes[i].clearDelta()
 		}
+	}
+	if n := len(se.panes); n > 0 && g.cumulative {
+		ac := se.accrualOf() // keeps the newest data's end when its pane is dropped
+		ac.lastEnd = max(ac.lastEnd, se.panes[n-1].start+g.slide)
 	}
 	se.dropPanesBefore(w-g.lateness-g.size+1, g.size, &s.pool)
 }
@@ -232,15 +267,22 @@ func (s *shard) fireLate(se *series, oldW int64) {
 		// Window ends are multiples of slide: round lo up.
 		e := g.paneStart(lo-1) + g.slide
 		for ; e <= hi; e += g.slide {
-			s.emit(se, e-g.size, e, true)
+			s.emit(se, e-g.size, e, true, true)
 			lastE = e
 		}
 	}
 }
 
-// emit merges the panes of window [start, end) into a Result and counts the firing. Asked for a late
-// firing of a window whose records are all late ones, it emits a first firing instead.
-func (s *shard) emit(se *series, start, end int64, late bool) {
+// emit makes the series' Result at window end end: with inWindow, the firing of window [start, end),
+// merged from its panes and counted; and its point, if it has one there. Asked for a late firing of a
+// window whose records are all late ones, it emits a first firing instead.
+func (s *shard) emit(se *series, start, end int64, late, inWindow bool) {
+	if !inWindow {
+		r := s.pending.next()
+		r.Agg, r.Key, r.Overflow, r.Start, r.End = int(se.agg), se.key, se.overflow, start, end
+		s.fillPoint(se, r, end, false)
+		return
+	}
 	a := &s.aggs[se.agg]
 	s.wTotal, s.wDelta = totals{}, totals{}
 	if late && a.Histogram {
@@ -288,6 +330,8 @@ func (s *shard) emit(se *series, start, end int64, late bool) {
 	}
 	r := s.pending.next()
 	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.late = int(se.agg), se.key, se.overflow, start, end, late
+	r.HasWindow = true
+	s.fillPoint(se, r, end, late)
 	part := &s.wTotal
 	if late {
 		part = &s.wDelta

@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
@@ -12,7 +13,7 @@ import (
 // with their panes, and the results not yet collected.
 const (
 	snapshotMagic   = "WAGS"
-	snapshotVersion = 2
+	snapshotVersion = 3
 )
 
 // errSnapshotMismatch says that a snapshot was taken under another configuration.
@@ -39,6 +40,15 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 	enc := &encoder{b: append(dst, snapshotMagic...)}
 	enc.uvarint(snapshotVersion)
 	e.encodeConfig(enc)
+	enc.bool(e.g.cumulative)
+	enc.bool(e.g.fold)
+	enc.varint(e.g.expiration)
+	for _, a := range e.aggs {
+		enc.uvarint(uint64(len(a.Bounds)))
+		for _, b := range a.Bounds {
+			enc.float(b)
+		}
+	}
 	enc.varint(wst.event)
 	enc.varint(wst.floor)
 	enc.varint(wst.high)
@@ -56,7 +66,7 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 	enc.uvarint(uint64(nSeries))
 	for _, sh := range shards {
 		for _, se := range sh.list {
-			se.putHead(&sh.g)
+			se.putHead(sh)
 			encodeSeries(enc, se)
 		}
 	}
@@ -110,6 +120,30 @@ func encodeSeries(enc *encoder, se *series) {
 		encodeTotals(enc, &p.delta)
 		encodeSketch(enc, p.hist)
 		encodeSketch(enc, p.deltaHist)
+		encodeCounts(enc, p.counts)
+		encodeCounts(enc, p.deltaCounts)
+	}
+	ac := se.ac
+	enc.bool(ac != nil)
+	if ac == nil {
+		return
+	}
+	encodeTotals(enc, &ac.fold)
+	encodeSketch(enc, ac.foldHist)
+	encodeCounts(enc, ac.foldCounts)
+	encodeTotals(enc, &ac.cum)
+	encodeSketch(enc, ac.cumHist)
+	encodeCounts(enc, ac.cumCounts)
+	enc.varint(ac.start)
+	enc.varint(ac.lastEnd)
+	enc.bool(ac.started)
+}
+
+// encodeCounts writes explicit bucket counts; nil and empty are both written as none.
+func encodeCounts(enc *encoder, c []uint64) {
+	enc.uvarint(uint64(len(c)))
+	for _, v := range c {
+		enc.uvarint(v)
 	}
 }
 
@@ -132,6 +166,15 @@ func encodeResult(enc *encoder, r *Result) {
 		enc.float(q)
 	}
 	encodeSketch(enc, r.Hist)
+	enc.bool(r.HasWindow)
+	enc.bool(r.HasPoint)
+	pt := &r.Point
+	enc.varint(pt.Start)
+	enc.uvarint(pt.Count)
+	enc.uvarint(pt.ValueCount)
+	enc.float(pt.Sum)
+	encodeSketch(enc, pt.Hist)
+	encodeCounts(enc, pt.BucketCounts)
 }
 
 // Restore loads a snapshot into an engine that has not ingested anything. On error the engine is left
@@ -144,10 +187,10 @@ func (e *Engine) Restore(b []byte) error {
 	}
 	d := &decoder{b: b[len(snapshotMagic):]}
 	version := d.uvarint()
-	if d.err == nil && version != snapshotVersion && version != 1 {
-		return fmt.Errorf("snapshot format version %d, this build reads versions 1 and %d", version, snapshotVersion)
+	if d.err == nil && (version < 1 || version > snapshotVersion) {
+		return fmt.Errorf("snapshot format version %d, this build reads versions 1 to %d", version, snapshotVersion)
 	}
-	if err := e.checkConfig(d); err != nil {
+	if err := e.checkConfig(d, version); err != nil {
 		return err
 	}
 	wst := watermarkState{event: d.varint(), floor: d.varint(), high: d.varint()}
@@ -178,7 +221,7 @@ func (e *Engine) Restore(b []byte) error {
 	active := make([]int64, len(e.aggs))
 	nSeries := d.count(4)
 	for range nSeries {
-		se := e.decodeSeries(d)
+		se := e.decodeSeries(d, version)
 		if d.err != nil {
 			break
 		}
@@ -203,7 +246,7 @@ func (e *Engine) Restore(b []byte) error {
 	}
 	nResults := d.count(8)
 	for range nResults {
-		e.decodeResult(d, overflow.pending.next())
+		e.decodeResult(d, overflow.pending.next(), version)
 	}
 	if d.err != nil {
 		return d.err
@@ -225,7 +268,7 @@ func (e *Engine) Restore(b []byte) error {
 
 // adopt takes a restored series into the shard's list.
 func (s *shard) adopt(se *series) {
-	se.pos = len(s.list)
+	se.pos = int32(len(s.list))
 	s.list = append(s.list, se)
 	for i := range se.panes {
 		if se.panes[i].dirty() {
@@ -234,7 +277,7 @@ func (s *shard) adopt(se *series) {
 	}
 }
 
-func (e *Engine) checkConfig(d *decoder) error {
+func (e *Engine) checkConfig(d *decoder, version uint64) error {
 	size, slide, lateness := d.varint(), d.varint(), d.varint()
 	n := d.count(2)
 	if d.err != nil {
@@ -258,7 +301,54 @@ func (e *Engine) checkConfig(d *decoder) error {
 			}
 		}
 	}
+	if version < 3 {
+		// Before version 3 every engine made delta points with late firings that revise, and had no
+		// explicit buckets.
+		if e.g.cumulative || e.g.fold || slices.ContainsFunc(e.aggs, func(a Aggregation) bool { return a.Bounds != nil }) {
+			return errSnapshotMismatch
+		}
+		return d.err
+	}
+	cumulative, fold, expiration := d.bool(), d.bool(), d.varint()
+	if d.err != nil {
+		return d.err
+	}
+	if cumulative != e.g.cumulative || fold != e.g.fold || expiration != e.g.expiration {
+		return errSnapshotMismatch
+	}
+	for _, a := range e.aggs {
+		n := d.count(8)
+		if d.err != nil {
+			return d.err
+		}
+		if n != len(a.Bounds) {
+			return errSnapshotMismatch
+		}
+		for _, b := range a.Bounds {
+			if d.float() != b {
+				return errSnapshotMismatch
+			}
+		}
+	}
 	return d.err
+}
+
+// decodeCounts reads explicit bucket counts: n of them, or none when allowNone; any other number is
+// corrupt.
+func decodeCounts(d *decoder, n int, allowNone bool) []uint64 {
+	k := d.count(1)
+	if d.err != nil || (k == 0 && allowNone) {
+		return nil
+	}
+	if k != n {
+		d.fail()
+		return nil
+	}
+	c := make([]uint64, n)
+	for i := range c {
+		c[i] = d.uvarint()
+	}
+	return c
 }
 
 func decodeTotals(d *decoder, t *totals) {
@@ -290,7 +380,7 @@ func decodeSketch(d *decoder, want bool) *sketch.Histogram {
 	return h
 }
 
-func (e *Engine) decodeSeries(d *decoder) *series {
+func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 	se := &series{agg: int32(d.index(len(e.aggs)))}
 	se.overflow = d.bool()
 	se.setKey(d.raw()) // setKey copies
@@ -299,15 +389,27 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 	}
 	a := &e.aggs[se.agg]
 	n := d.count(20)
-	if n == 0 {
-		d.fail() // a held series always has a pane
+	if n == 0 && version < 3 {
+		d.fail() // a held series always had a pane
 	}
+	nb := len(a.Bounds) + 1
 	for range n {
 		p := pane{start: d.varint()}
 		decodeTotals(d, &p.total)
 		decodeTotals(d, &p.delta)
 		p.hist = decodeSketch(d, a.keepsSketch())
-		p.deltaHist = decodeSketch(d, a.Histogram)
+		p.deltaHist = decodeSketch(d, a.Histogram && !e.g.fold)
+		if version >= 3 {
+			if a.Bounds != nil {
+				p.counts = decodeCounts(d, nb, false)
+			} else {
+				decodeCounts(d, 0, true)
+			}
+			p.deltaCounts = decodeCounts(d, nb, true)
+			if p.deltaCounts != nil && a.Bounds == nil {
+				d.fail()
+			}
+		}
 		if d.err != nil {
 			return se
 		}
@@ -317,10 +419,47 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 		}
 		se.panes = append(se.panes, p)
 	}
+	if version >= 3 && d.bool() {
+		ac := &accrual{}
+		decodeTotals(d, &ac.fold)
+		ac.foldHist = decodeOptionalSketch(d, a.Histogram)
+		ac.foldCounts = decodeCounts(d, nb, true)
+		decodeTotals(d, &ac.cum)
+		ac.cumHist = decodeOptionalSketch(d, a.Histogram)
+		ac.cumCounts = decodeCounts(d, nb, true)
+		ac.start, ac.lastEnd, ac.started = d.varint(), d.varint(), d.bool()
+		if (ac.foldCounts != nil || ac.cumCounts != nil) && a.Bounds == nil {
+			d.fail()
+		}
+		se.ac = ac
+	}
+	if d.err == nil && len(se.panes) == 0 && se.ac == nil {
+		d.fail() // a held series has a pane or an accrual
+	}
 	return se
 }
 
-func (e *Engine) decodeResult(d *decoder, r *Result) {
+// decodeOptionalSketch reads a sketch that may be absent, and must be when not allowed.
+func decodeOptionalSketch(d *decoder, allowed bool) *sketch.Histogram {
+	present := d.bool()
+	if d.err != nil || !present {
+		return nil
+	}
+	if !allowed {
+		d.fail()
+		return nil
+	}
+	h := newSketch()
+	n, err := h.UnmarshalBinary(d.b)
+	if err != nil {
+		d.fail()
+		return nil
+	}
+	d.b = d.b[n:]
+	return h
+}
+
+func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 	r.Agg = d.index(len(e.aggs))
 	r.Key = d.bytes()
 	r.Overflow = d.bool()
@@ -338,7 +477,39 @@ func (e *Engine) decodeResult(d *decoder, r *Result) {
 	if d.err != nil {
 		return
 	}
-	if h := decodeSketch(d, e.aggs[r.Agg].Histogram); h != nil {
+	a := &e.aggs[r.Agg]
+	var h *sketch.Histogram
+	if version < 3 {
+		h = decodeSketch(d, a.Histogram)
+	} else {
+		h = decodeOptionalSketch(d, a.Histogram) // a Result with a point alone has none
+	}
+	if h != nil {
 		r.setHist(h)
+	}
+	if version < 3 {
+		// Before version 3 a Result was a firing of its window, and its point the window's records.
+		r.HasWindow, r.HasPoint = true, !r.late || r.Count > 0
+		r.Point = Point{Start: r.Start, Count: r.Count, ValueCount: r.ValueCount, Sum: r.Sum}
+		if r.Hist != nil {
+			r.pointSketch().CopyFrom(r.Hist)
+			r.Point.Hist = r.pointStore
+		}
+		return
+	}
+	r.HasWindow, r.HasPoint = d.bool(), d.bool()
+	pt := &r.Point
+	pt.Start = d.varint()
+	pt.Count, pt.ValueCount, pt.Sum = d.uvarint(), d.uvarint(), d.float()
+	if h := decodeOptionalSketch(d, a.Histogram); h != nil {
+		r.pointSketch().CopyFrom(h)
+		pt.Hist = r.pointStore
+	}
+	if c := decodeCounts(d, len(a.Bounds)+1, a.Bounds == nil); c != nil {
+		pt.BucketCounts = r.pointCounts(len(c))
+		copy(pt.BucketCounts, c)
+	}
+	if pt.ValueCount > pt.Count {
+		d.fail()
 	}
 }

@@ -70,7 +70,7 @@ func TestRecordAheadOfClockIsAggregatedAndWatermarkStaysAtClock(t *testing.T) {
 		t.Fatalf("fired with W at 998 s: %+v", got)
 	}
 	var all []fired
-	h.e.FireAll(func(r *Result) { all = append(all, copyResult(r)) })
+	h.e.FireAll(windowsOnly(func(r *Result) { all = append(all, copyResult(r)) }))
 	if len(all) != 1 || all[0].Start != 1120 || all[0].Count != 1 || all[0].Sum != 7 {
 		t.Fatalf("FireAll: %+v, want [1120, 1130) with the record", all)
 	}
@@ -286,7 +286,7 @@ func TestDrainFiresMarkedAggregationsAndKeepsWatermark(t *testing.T) {
 	}
 	wantVerdicts(t, h.sbatch(srec{"", 0, "k", 996, 5}), LateUpdate) // 1000 <= 1003 < 1010
 	var drained []fired
-	h.e.Drain([]bool{true, false}, func(r *Result) { drained = append(drained, copyResult(r)) })
+	h.e.Drain([]bool{true, false}, windowsOnly(func(r *Result) { drained = append(drained, copyResult(r)) }))
 	sort.Slice(drained, func(i, j int) bool { return drained[i].Start < drained[j].Start })
 	if len(drained) != 2 ||
 		!(drained[0].Agg == 0 && drained[0].Start == 990 && drained[0].Late && drained[0].Count == 1 && drained[0].Sum == 5) ||
@@ -575,24 +575,26 @@ func TestVersionOneSnapshotRestores(t *testing.T) {
 	cfg := Config{Size: 10 * time.Second, IdleTimeout: 5 * time.Second, Aggregations: []Aggregation{{}}}
 	h := newHarness(t, cfg)
 	h.sbatch(srec{"", 0, "k", 995, 1}) // W = 995
-	v2 := h.e.Snapshot(nil)
-	// Rewrite it as version 1: version, then after the configuration the four watermark varints with
-	// a wall time in the third, and no source count.
-	cfgEnc := &encoder{}
-	h.e.encodeConfig(cfgEnc)
-	head := len(snapshotMagic) + 1 + len(cfgEnc.b)
-	d := &decoder{b: v2[head:]}
-	event, floor, _, w := d.varint(), d.varint(), d.varint(), d.varint()
-	if n := d.uvarint(); d.err != nil || n != 0 {
-		t.Fatalf("layout: %v, %d sources", d.err, n)
-	}
+	// Version 1, written out field by field: the configuration, the four watermark varints with a
+	// wall time in the third, no source count, one series with one pane of one record at 995, no
+	// results.
 	v1 := &encoder{b: append([]byte(snapshotMagic), 1)}
-	v1.b = append(v1.b, cfgEnc.b...)
-	v1.varint(event)
-	v1.varint(floor)
+	h.e.encodeConfig(v1)
+	v1.varint(995 * sec) // greatest event time
+	v1.varint(minTime)   // floor
 	v1.varint(900 * sec) // version 1's last accept, long before the restore
-	v1.varint(w)
-	v1.b = append(v1.b, d.b...)
+	v1.varint(995 * sec) // W
+	v1.uvarint(1)        // series
+	v1.uvarint(0)        // agg
+	v1.bool(false)       // overflow
+	v1.bytes("k")
+	v1.uvarint(1) // panes
+	v1.varint(990 * sec)
+	encodeTotals(v1, &totals{count: 1, valueCount: 1, sum: 1, min: 1, max: 1})
+	encodeTotals(v1, &totals{})
+	encodeSketch(v1, nil)
+	encodeSketch(v1, nil)
+	v1.uvarint(0) // results
 
 	h2 := newHarness(t, cfg)
 	h2.at(1010)
@@ -604,6 +606,10 @@ func TestVersionOneSnapshotRestores(t *testing.T) {
 	h2.e.Collect(h2.clk.Now(), func(*Result) {})
 	h2.wantW(995, "4 s after the restore, within idle_timeout") // the downtime since 900 is not silence
 	h2.at(1016)
-	h2.e.Collect(h2.clk.Now(), func(*Result) {})
+	var got []fired
+	h2.e.Collect(h2.clk.Now(), windowsOnly(func(r *Result) { got = append(got, copyResult(r)) }))
 	h2.wantW(1001, "6 s after the restore: 995 + 6")
+	if len(got) != 1 || got[0].Key != "k" || got[0].Start != 990 || got[0].Count != 1 {
+		t.Fatalf("the version 1 series fired as %+v, want one firing of [990, 1000) with its record", got)
+	}
 }

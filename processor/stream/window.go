@@ -10,10 +10,13 @@ const (
 	maxTime int64 = math.MaxInt64 / 2
 )
 
-// windowing holds the window geometry: size and slide, and the allowed lateness, in nanoseconds.
+// windowing holds the window geometry: size and slide, and the allowed lateness, in nanoseconds; and
+// how series make their points (see Config).
 type windowing struct {
 	size, slide, lateness int64
 	panesPerWindow        int64
+	cumulative, fold      bool
+	expiration            int64
 }
 
 // floorDiv returns floor(a/b) for b > 0.

@@ -1,0 +1,318 @@
+package stream
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator/processor/clock"
+)
+
+// The points of the additive outputs, checked on the model scenarios against what the contract says
+// of each record, worked out from the reference model's verdicts and watermark alone:
+//   - a record whose slide ends after the W it was judged by is in the point at the end of its slide;
+//   - any other (a late one with late records folded, or one on time for a window still to fire) is
+//     in the point at the first window end after that W; no point of a series has the timestamp of
+//     another;
+//   - delta points cover one slide each; cumulative points carry the running totals from a start
+//     that stays the same while the series lives, at every window end until series_expiration has
+//     passed since its newest data;
+//   - with late firings that revise, every accepted record is in exactly one point;
+//   - all of it across a snapshot and restore every few batches.
+
+// pointBounds are the explicit buckets of the first aggregation of every point scenario.
+var pointBounds = []float64{-1000, 0, 1, 10, 1000, 1e6}
+
+type pointMode struct {
+	name             string
+	cumulative, fold bool
+}
+
+var pointModes = []pointMode{{"delta-revise", false, false}, {"delta-fold", false, true}, {"cumulative", true, true}}
+
+// pointContent is what one point of a series should hold.
+type pointContent struct {
+	count, valueCount uint64
+	sum, sumAbs       float64
+	buckets           []uint64
+}
+
+func (c *pointContent) add(v float64) {
+	c.count++
+	if !finite(v) {
+		return
+	}
+	c.valueCount++
+	c.sum += v
+	c.sumAbs += math.Abs(v)
+	if c.buckets == nil {
+		c.buckets = make([]uint64, len(pointBounds)+1)
+	}
+	i := 0
+	for i < len(pointBounds) && v > pointBounds[i] {
+		i++
+	}
+	c.buckets[i]++
+}
+
+type seriesID struct {
+	agg int
+	key string
+}
+
+type gotPoint struct {
+	end, start        int64
+	count, valueCount uint64
+	sum               float64
+	buckets           []uint64
+	histCount         uint64
+	hasHist           bool
+	late, atFireAll   bool
+}
+
+func TestPointsFollowTheContract(t *testing.T) {
+	for _, c := range modelConfigs() {
+		if c.perSource {
+			continue
+		}
+		c.aggs = slices.Clone(c.aggs)
+		c.aggs[0].Bounds = pointBounds
+		for _, mode := range pointModes {
+			t.Run(c.name+"/"+mode.name, func(t *testing.T) {
+				t.Parallel()
+				for seed := range max(c.seeds/4, 4) {
+					sc := genScenario(&c, uint64(seed)+3000)
+					if problems := runPointScenario(sc, mode); len(problems) > 0 {
+						if len(problems) > 12 {
+							problems = append(problems[:12], fmt.Sprintf("... %d more", len(problems)-12))
+						}
+						t.Fatalf("seed %d:\n%s", seed+3000, joinLines(problems))
+					}
+				}
+			})
+		}
+	}
+}
+
+func joinLines(ls []string) string {
+	out := ""
+	for _, l := range ls {
+		out += "  " + l + "\n"
+	}
+	return out
+}
+
+func runPointScenario(sc *scenario, mode pointMode) []string {
+	c := sc.cfg
+	slide, size, lateness := int64(c.slideOrSize()), int64(c.size), int64(c.lateness)
+	expiration := 2*size + lateness
+	clk := clock.NewFake(time.Unix(0, sc.base))
+	cfg := c.engineConfig(clk)
+	cfg.Cumulative, cfg.FoldLate, cfg.SeriesExpiration = mode.cumulative, mode.fold, time.Duration(expiration)
+	e, err := New(cfg)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	m := newRefModel(c)
+	m.quiet = true
+	tf := timeFmt{sc.base}
+	slideEnd := func(t int64) int64 { return floorDiv(t, slide)*slide + slide }
+
+	want := map[seriesID]map[int64]*pointContent{} // by series and point timestamp
+	dataEnd := map[seriesID]map[int64]int64{}      // by series and point timestamp: the greatest slide end of its records
+	accepted := map[seriesID]uint64{}
+	expect := func(id seriesID, end, dend int64, v float64) {
+		if want[id] == nil {
+			want[id], dataEnd[id] = map[int64]*pointContent{}, map[int64]int64{}
+		}
+		if want[id][end] == nil {
+			want[id][end] = &pointContent{}
+		}
+		want[id][end].add(v)
+		dataEnd[id][end] = max(dataEnd[id][end], dend)
+		accepted[id]++
+	}
+	got := map[seriesID][]gotPoint{}
+	atFireAll := false
+	onResult := func(r *Result) {
+		if !r.HasPoint || r.Overflow {
+			return
+		}
+		p := gotPoint{end: r.End, start: r.Point.Start, count: r.Point.Count, valueCount: r.Point.ValueCount,
+			sum: r.Point.Sum, buckets: slices.Clone(r.Point.BucketCounts), late: r.HasWindow && r.late, atFireAll: atFireAll}
+		if r.Point.Hist != nil {
+			p.hasHist, p.histCount = true, r.Point.Hist.Count()
+		}
+		id := seriesID{r.Agg, r.Key}
+		got[id] = append(got[id], p)
+	}
+	for i, op := range sc.ops {
+		clk.Set(time.Unix(0, op.batchNow))
+		b := e.Begin(op.batchNow)
+		mb := m.begin(op.batchNow)
+		wb := mb.watermarkOrInf()
+		for j, r := range op.recs {
+			vd := mb.add(r.agg, r.key, r.t, r.v)
+			b.stage(r.agg, []byte(r.key), r.t, r.v, int32(j))
+			id := seriesID{r.agg, r.key}
+			se := slideEnd(r.t)
+			next := floorDiv(wb, slide)*slide + slide // the first window end after W
+			switch {
+			case vd != OnTime && vd != LateUpdate:
+			case se > wb:
+				expect(id, se, se, r.v) // its own slide's point is still to come
+			case vd == LateUpdate && !mode.fold && se+lateness > wb:
+				expect(id, se, se, r.v) // a late firing of its own slide
+			default:
+				expect(id, next, se, r.v)
+			}
+		}
+		b.Apply(func(int32, Verdict, int64) {})
+		b.End()
+		mb.end()
+		clk.Set(time.Unix(0, op.collectNow))
+		m.collect(op.collectNow)
+		e.Collect(op.collectNow, onResult)
+		if i%5 == 4 {
+			// A restart with storage: the series' totals, folded records and starts carry over.
+			fresh, err := New(cfg)
+			if err == nil {
+				err = fresh.Restore(e.Snapshot(nil))
+			}
+			if err != nil {
+				return []string{fmt.Sprintf("snapshot after op %d: %v", i, err)}
+			}
+			e = fresh
+			m.snapshot(op.collectNow)
+			m.restore(op.collectNow)
+		}
+	}
+	lastEnd := floorDiv(e.Watermark(), slide) * slide // the last window end before FireAll
+	atFireAll = true
+	e.FireAll(onResult)
+
+	var problems []string
+	bad := func(id seriesID, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("agg%d %q: ", id.agg, id.key)+fmt.Sprintf(format, args...))
+	}
+	ids := make([]seriesID, 0, len(accepted))
+	for id := range accepted {
+		ids = append(ids, id)
+	}
+	for id := range got {
+		if accepted[id] == 0 {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		a := c.aggs[id.agg]
+		ps := got[id]
+		// What every point must be, whatever the mode.
+		for _, p := range ps {
+			if (a.Bounds != nil) != (p.buckets != nil) {
+				bad(id, "point at %s: bucket counts %v, want them with explicit bounds only", tf.t(p.end), p.buckets)
+			}
+			var nb uint64
+			for _, n := range p.buckets {
+				nb += n
+			}
+			if p.buckets != nil && nb != p.valueCount {
+				bad(id, "point at %s: bucket counts %v add up to %d, its values are %d", tf.t(p.end), p.buckets, nb, p.valueCount)
+			}
+			if a.Histogram != p.hasHist || (p.hasHist && p.histCount != p.valueCount) {
+				bad(id, "point at %s: sketch %v with %d values, point has %d", tf.t(p.end), p.hasHist, p.histCount, p.valueCount)
+			}
+		}
+		if !mode.fold {
+			var n uint64
+			for _, p := range ps {
+				n += p.count
+			}
+			if n != accepted[id] {
+				bad(id, "points carry %d records, %d were accepted", n, accepted[id])
+			}
+			continue
+		}
+		for i := 1; i < len(ps); i++ {
+			if ps[i].end <= ps[i-1].end {
+				bad(id, "point at %s after one at %s: timestamps must strictly increase", tf.t(ps[i].end), tf.t(ps[i-1].end))
+			}
+		}
+		byEnd := map[int64]int{}
+		for i, p := range ps {
+			byEnd[p.end] = i
+		}
+		for end, w := range want[id] {
+			if _, ok := byEnd[end]; !ok {
+				bad(id, "no point at %s, which should carry %d records", tf.t(end), w.count)
+			}
+		}
+		if !mode.cumulative {
+			for _, p := range ps {
+				w := want[id][p.end]
+				if w == nil {
+					w = &pointContent{}
+				}
+				if p.start != p.end-slide {
+					bad(id, "delta point [%s, %s): not one slide", tf.t(p.start), tf.t(p.end))
+				}
+				checkContent(id, p, w, bad, tf)
+			}
+			continue
+		}
+		// Cumulative: a life is a run of points with one start, at consecutive window ends while the
+		// series lives; a new one begins only once the last has expired. FireAll adds the windows
+		// still open without filling the ends between them.
+		var run pointContent
+		lastData := minTime
+		for i, p := range ps {
+			if i > 0 {
+				prev := ps[i-1]
+				newLife, gap := p.start != prev.start, p.end != prev.end+slide
+				if (newLife || gap) && !p.atFireAll && prev.end+slide < lastData+expiration {
+					bad(id, "after the point at %s the next is at %s with start %s, though its newest data ended at %s",
+						tf.t(prev.end), tf.t(p.end), tf.t(p.start), tf.t(lastData))
+				}
+				if newLife {
+					run = pointContent{} // the totals start again
+				}
+			}
+			if w := want[id][p.end]; w != nil {
+				run.count += w.count
+				run.valueCount += w.valueCount
+				run.sum += w.sum
+				run.sumAbs += w.sumAbs
+				if w.buckets != nil {
+					if run.buckets == nil {
+						run.buckets = make([]uint64, len(pointBounds)+1)
+					}
+					addCounts(run.buckets, w.buckets)
+				}
+				lastData = max(lastData, dataEnd[id][p.end])
+			}
+			if mod(p.start, slide) != 0 || p.start > p.end-size {
+				bad(id, "cumulative point at %s starts at %s", tf.t(p.end), tf.t(p.start))
+			}
+			checkContent(id, p, &run, bad, tf)
+		}
+		if n := len(ps); n > 0 && !ps[n-1].atFireAll && ps[n-1].end+slide < min(lastData+expiration, lastEnd+slide) {
+			bad(id, "last point at %s, though the series lives until %s and windows ended until %s",
+				tf.t(ps[n-1].end), tf.t(lastData+expiration), tf.t(lastEnd))
+		}
+	}
+	return problems
+}
+
+func checkContent(id seriesID, p gotPoint, w *pointContent, bad func(seriesID, string, ...any), tf timeFmt) {
+	wb := w.buckets
+	if wb == nil && p.buckets != nil {
+		wb = make([]uint64, len(p.buckets))
+	}
+	if p.count != w.count || p.valueCount != w.valueCount || !within(p.sum, w.sum, 1e-9*w.sumAbs) ||
+		(p.buckets != nil && !slices.Equal(p.buckets, wb)) {
+		bad(id, "point at %s: count %d values %d sum %g buckets %v, want %d %d %g %v",
+			tf.t(p.end), p.count, p.valueCount, p.sum, p.buckets, w.count, w.valueCount, w.sum, wb)
+	}
+}
