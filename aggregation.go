@@ -207,16 +207,17 @@ type aggregation struct {
 	hasValue  bool
 	outputs   []emitted // in table order (see outputs.go)
 	quantiles []float64
-	histMax   int // buckets per sign of the histogram output
+	histMax   int       // buckets per sign of the exponential histogram output
+	bounds    []float64 // the explicit histogram output's bucket bounds, in the value's unit; nil: exponential
 }
 
 func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
-	c := &aggregation{index: index, name: a.Name, signal: a.Signal, input: inputSpans, histMax: a.HistogramMaxSize}
+	c := &aggregation{index: index, name: a.Name, signal: a.Signal, input: inputSpans, histMax: defaultHistogramMaxSize}
 	if a.Signal == signalLogs {
 		c.input = inputLogs
 	}
-	if c.histMax == 0 {
-		c.histMax = defaultHistogramMaxSize
+	if h := a.Histogram; h != nil && h.Exponential != nil && h.Exponential.MaxSize != 0 {
+		c.histMax = h.Exponential.MaxSize
 	}
 	if a.Where != nil {
 		for _, k := range a.Where.SpanKind {
@@ -249,6 +250,11 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 	if c.outputs, c.quantiles, err = compileOutputs(a.outputs()); err != nil {
 		return nil, fmt.Errorf("aggregation %q: %w", a.Name, err)
 	}
+	if h := a.Histogram; h != nil && h.Explicit != nil {
+		if c.bounds, err = a.bucketBounds(c.unitScale); err != nil {
+			return nil, fmt.Errorf("aggregation %q: histogram.explicit.buckets: %w", a.Name, err)
+		}
+	}
 	return c, nil
 }
 
@@ -277,7 +283,8 @@ func (c *aggregation) reads(f int) bool {
 
 // engineAggregation is what the engine keeps for this aggregation.
 func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
-	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: c.hasOutput(outputHistogram)}
+	hist := c.hasOutput(outputHistogram)
+	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: hist && c.bounds == nil, Bounds: c.bounds}
 }
 
 // matches applies the where clause.

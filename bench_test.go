@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
@@ -124,15 +125,16 @@ func BenchmarkMetricsBuilder(b *testing.B) {
 						kb.Str(serieskey.Record, fmt.Sprintf("/api/v1/resource-%02d/{id}", name))
 						kb.Str(serieskey.Record, m)
 						r := stream.Result{Key: string(kb.Key()), Start: 60e9, End: 120e9, Count: 75, Sum: 4000,
-							ValueCount: 75, WindowValueCount: 75, Avg: 53, Min: 1, Max: 900, Quantiles: []float64{40, 300, 800}}
+							ValueCount: 75, WindowValueCount: 75, Avg: 53, Min: 1, Max: 900, Quantiles: []float64{40, 300, 800},
+							HasWindow: true, HasPoint: true, Point: stream.Point{Start: 60e9, Count: 75, ValueCount: 75, Sum: 4000}}
 						if agg.hasOutput(outputHistogram) {
-							r.Hist = hist
+							r.Hist, r.Point.Hist = hist, hist
 						}
 						results = append(results, r)
 					}
 				}
 			}
-			mb := newMetricsBuilder([]*aggregation{agg}, "bench")
+			mb := newMetricsBuilder([]*aggregation{agg}, "bench", pmetric.AggregationTemporalityCumulative)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {

@@ -79,8 +79,9 @@ func (c *checkpointer) restore(ctx context.Context) {
 // a checkpoint is not restored into another configuration: its series keys would be read against
 // other group-by keys. fmt prints maps with sorted keys, so it is stable.
 //
-// histogram_max_size is left out: it shapes the output only, not the state. The struct below keeps the
-// fields and their order of AggregationConfig before that key existed, so that checkpoints taken then
+// The histogram's form is left out: the engine's snapshot checks what of it is state (the explicit
+// buckets), and an exponential max_size shapes the output only. The struct below keeps the fields and
+// their order of AggregationConfig before histogram settings existed, so that checkpoints taken then
 // still restore.
 func (c *checkpointer) fingerprint() string {
 	//

@@ -142,7 +142,8 @@ func TestCorruptOrUnreadableCheckpointStartsClean(t *testing.T) {
 }
 
 // A checkpoint restores only into aggregations that keep the same state: another name or group_by
-// is refused; histogram_max_size, which only shapes the output, is not.
+// or explicit buckets are refused; the exponential histogram's max_size, which only shapes the output,
+// is not.
 func TestCheckpointFromOtherAggregationsIsNotRestored(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -151,7 +152,12 @@ func TestCheckpointFromOtherAggregationsIsNotRestored(t *testing.T) {
 	}{
 		{"name", func(a *AggregationConfig) { a.Name = "other" }, "restore_failed"},
 		{"group_by", func(a *AggregationConfig) { a.GroupBy = []string{"span.name"} }, "restore_failed"},
-		{"histogram_max_size", func(a *AggregationConfig) { a.HistogramMaxSize = 20 }, "restored"},
+		{"explicit_buckets", func(a *AggregationConfig) {
+			a.Histogram = &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{"10ms", "1s"}}}
+		}, "restore_failed"},
+		{"max_size", func(a *AggregationConfig) {
+			a.Histogram = &HistogramConfig{Exponential: &ExponentialHistogramConfig{MaxSize: 20}}
+		}, "restored"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			useFakeClock(t)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -16,15 +17,23 @@ import (
 // Config is the configuration of both forms of window_aggregator. The keys are those of the contract
 // (../shared/design/contract.md), plus the emission and checkpoint settings documented in the README.
 type Config struct {
-	Window          WindowConfig        `mapstructure:"window"`
-	Watermark       WatermarkConfig     `mapstructure:"watermark"`
-	AllowedLateness time.Duration       `mapstructure:"allowed_lateness"`
-	LateData        LateDataConfig      `mapstructure:"late_data"`
-	MaxSeries       int                 `mapstructure:"max_series"`
-	Storage         *component.ID       `mapstructure:"storage"`
-	Aggregations    []AggregationConfig `mapstructure:"aggregations"`
-	Emit            EmitConfig          `mapstructure:"emit"`
-	Checkpoint      CheckpointConfig    `mapstructure:"checkpoint"`
+	Window          WindowConfig    `mapstructure:"window"`
+	Watermark       WatermarkConfig `mapstructure:"watermark"`
+	AllowedLateness time.Duration   `mapstructure:"allowed_lateness"`
+	LateData        LateDataConfig  `mapstructure:"late_data"`
+	// Temporality of count, sum and histogram: cumulative (running totals per series) or delta (the
+	// records of one slide per point).
+	Temporality string `mapstructure:"temporality"`
+	// LateFirings: fold puts what late records add into the series' next point; revise (delta only)
+	// re-emits the window's slide with the late records alone.
+	LateFirings string `mapstructure:"late_firings"`
+	// SeriesExpiration ends a cumulative series after this much event time without records.
+	SeriesExpiration time.Duration       `mapstructure:"series_expiration"`
+	MaxSeries        int                 `mapstructure:"max_series"`
+	Storage          *component.ID       `mapstructure:"storage"`
+	Aggregations     []AggregationConfig `mapstructure:"aggregations"`
+	Emit             EmitConfig          `mapstructure:"emit"`
+	Checkpoint       CheckpointConfig    `mapstructure:"checkpoint"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -77,10 +86,27 @@ type AggregationConfig struct {
 	Value   string       `mapstructure:"value"`
 	Unit    string       `mapstructure:"unit"`
 	Outputs []string     `mapstructure:"outputs"`
-	// HistogramMaxSize bounds the buckets per sign of the histogram output (not in the contract): the
-	// output is downscaled to the finest scale at which it fits, as an OpenTelemetry SDK does with its
-	// max_size. 0 means defaultHistogramMaxSize. Percentiles come from the full sketch regardless.
-	HistogramMaxSize int `mapstructure:"histogram_max_size"`
+	// Histogram says what the histogram output is: exponential (the default) or explicit buckets.
+	Histogram *HistogramConfig `mapstructure:"histogram"`
+}
+
+// HistogramConfig is one of its two forms.
+type HistogramConfig struct {
+	Exponential *ExponentialHistogramConfig `mapstructure:"exponential"`
+	Explicit    *ExplicitHistogramConfig    `mapstructure:"explicit"`
+}
+
+// ExponentialHistogramConfig: the output is downscaled to the finest scale at which each sign's
+// buckets fit in MaxSize, as an OpenTelemetry SDK does with its max_size (0: 160). Percentiles come
+// from the full sketch regardless.
+type ExponentialHistogramConfig struct {
+	MaxSize int `mapstructure:"max_size"`
+}
+
+// ExplicitHistogramConfig lists the buckets' upper bounds, ascending: durations (as in 5ms) for
+// value: duration, numbers for attribute values. Bucket counts are exact.
+type ExplicitHistogramConfig struct {
+	Buckets []any `mapstructure:"buckets"`
 }
 
 // defaultHistogramMaxSize is the OpenTelemetry SDK's default max_size for exponential histograms, and
@@ -108,6 +134,11 @@ const (
 	actionRoute = "route"
 	actionDrop  = "drop"
 
+	temporalityCumulative = "cumulative"
+	temporalityDelta      = "delta"
+	lateFold              = "fold"
+	lateRevise            = "revise"
+
 	valueDuration        = "duration"
 	valueAttributePrefix = "attribute:"
 )
@@ -121,8 +152,9 @@ const maxDuration = 365 * 24 * time.Hour
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		Watermark:  WatermarkConfig{MaxFutureSkew: 5 * time.Minute, SourceIdleTimeout: time.Minute, MaxSources: 1000},
-		LateData:   LateDataConfig{Action: actionRoute},
+		Watermark:   WatermarkConfig{MaxFutureSkew: 5 * time.Minute, SourceIdleTimeout: time.Minute, MaxSources: 1000},
+		LateData:    LateDataConfig{Action: actionRoute},
+		Temporality: temporalityCumulative, LateFirings: lateFold, SeriesExpiration: 5 * time.Minute,
 		MaxSeries:  10000,
 		Emit:       EmitConfig{Interval: time.Second, MaxPending: 100},
 		Checkpoint: CheckpointConfig{Interval: 30 * time.Second},
@@ -170,6 +202,7 @@ func (c *Config) Validate() error {
 		{"watermark.idle_timeout", c.Watermark.IdleTimeout},
 		{"watermark.max_future_skew", c.Watermark.MaxFutureSkew},
 		{"allowed_lateness", c.AllowedLateness},
+		{"series_expiration", c.SeriesExpiration},
 		{"checkpoint.interval", c.Checkpoint.Interval},
 	} {
 		if kd.d < 0 || kd.d > maxDuration {
@@ -184,6 +217,18 @@ func (c *Config) Validate() error {
 	}
 	if a := c.LateData.Action; a != actionRoute && a != actionDrop {
 		bad("late_data.action", "must be %q or %q, got %q", actionRoute, actionDrop, a)
+	}
+	if t := c.Temporality; t != temporalityCumulative && t != temporalityDelta {
+		bad("temporality", "must be %q or %q, got %q", temporalityCumulative, temporalityDelta, t)
+	}
+	switch f := c.LateFirings; {
+	case f != lateFold && f != lateRevise:
+		bad("late_firings", "must be %q or %q, got %q", lateFold, lateRevise, f)
+	case f == lateRevise && c.Temporality == temporalityCumulative:
+		bad("late_firings", "revise needs temporality: delta (cumulative totals take late records in their next point)")
+	}
+	if c.SeriesExpiration == 0 {
+		bad("series_expiration", "must be > 0")
 	}
 	if c.MaxSeries <= 0 {
 		bad("max_series", "must be > 0, got %d", c.MaxSeries)
@@ -289,14 +334,63 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad("outputs", "%q needs a value; set value: attribute:<key>", o)
 		}
 	}
-	switch {
-	case a.HistogramMaxSize == 0:
-	case a.HistogramMaxSize < minHistogramMaxSize || a.HistogramMaxSize > maxHistogramMaxSize:
-		bad("histogram_max_size", "must be between %d and %d (0: %d), got %d", minHistogramMaxSize, maxHistogramMaxSize, defaultHistogramMaxSize, a.HistogramMaxSize)
-	case !outs[outputHistogram]:
-		bad("histogram_max_size", "applies to the histogram output only")
+	if h := a.Histogram; h != nil {
+		switch {
+		case !outs[outputHistogram]:
+			bad("histogram", "applies to the histogram output only")
+		case h.Exponential != nil && h.Explicit != nil:
+			bad("histogram", "set exponential or explicit, not both")
+		case h.Exponential != nil:
+			if m := h.Exponential.MaxSize; m != 0 && (m < minHistogramMaxSize || m > maxHistogramMaxSize) {
+				bad("histogram.exponential.max_size", "must be between %d and %d (0: %d), got %d", minHistogramMaxSize, maxHistogramMaxSize, defaultHistogramMaxSize, m)
+			}
+		case h.Explicit != nil:
+			if _, err := a.bucketBounds(1); err != nil {
+				bad("histogram.explicit.buckets", "%v", err)
+			}
+		}
 	}
 	return errs
+}
+
+// bucketBounds returns the explicit buckets' upper bounds as values of the aggregation: durations
+// divided by scale (nanoseconds per unit), numbers as they are.
+func (a *AggregationConfig) bucketBounds(scale float64) ([]float64, error) {
+	raw := a.Histogram.Explicit.Buckets
+	if len(raw) == 0 {
+		return nil, errors.New("at least one bucket bound is required")
+	}
+	bounds := make([]float64, len(raw))
+	for i, b := range raw {
+		if a.isDuration() {
+			s, ok := b.(string)
+			d, err := time.ParseDuration(s)
+			if !ok || err != nil {
+				return nil, fmt.Errorf("value: duration takes durations, as in 5ms; got %v", b)
+			}
+			bounds[i] = float64(d) / scale
+		} else {
+			switch v := b.(type) {
+			case int:
+				bounds[i] = float64(v)
+			case int64:
+				bounds[i] = float64(v)
+			case uint64:
+				bounds[i] = float64(v)
+			case float64:
+				bounds[i] = v
+			default:
+				return nil, fmt.Errorf("attribute values take numbers; got %v", b)
+			}
+			if math.IsNaN(bounds[i]) || math.IsInf(bounds[i], 0) {
+				return nil, fmt.Errorf("bounds must be finite; got %v", b)
+			}
+		}
+		if i > 0 && bounds[i] <= bounds[i-1] {
+			return nil, fmt.Errorf("bounds must be ascending; %v comes after %v", b, raw[i-1])
+		}
+	}
+	return bounds, nil
 }
 
 // isDuration reports whether the aggregation's value is the span duration.

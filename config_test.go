@@ -40,6 +40,7 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 	if cfg.Window.Size != time.Minute || cfg.Window.Slide != 0 || cfg.Watermark.MaxOutOfOrderness != 0 ||
 		cfg.Watermark.IdleTimeout != 0 || cfg.Watermark.MaxFutureSkew != 5*time.Minute || cfg.AllowedLateness != 0 ||
 		cfg.LateData.Action != "route" || cfg.MaxSeries != 10000 || cfg.Storage != nil ||
+		cfg.Temporality != "cumulative" || cfg.LateFirings != "fold" || cfg.SeriesExpiration != 5*time.Minute ||
 		len(cfg.Watermark.PerSource) != 0 || cfg.Watermark.SourceIdleTimeout != time.Minute || cfg.Watermark.MaxSources != 1000 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
@@ -59,8 +60,9 @@ func TestFullConfigLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Window.Slide != 15*time.Second || cfg.Storage == nil || cfg.Storage.String() != "file_storage/wa" ||
-		len(cfg.Aggregations) != 3 || cfg.Aggregations[0].Where.Attributes["http.request.method"] != "GET" ||
-		cfg.Aggregations[0].HistogramMaxSize != 320 {
+		len(cfg.Aggregations) != 4 || cfg.Aggregations[0].Where.Attributes["http.request.method"] != "GET" ||
+		cfg.Aggregations[0].Histogram.Exponential.MaxSize != 320 || cfg.Temporality != "delta" || cfg.LateFirings != "revise" ||
+		cfg.SeriesExpiration != 10*time.Minute {
 		t.Fatalf("full: %+v", cfg)
 	}
 	a, err := compileAggregation(0, cfg.Aggregations[0])
@@ -81,38 +83,47 @@ func TestFullConfigLoads(t *testing.T) {
 // invalidConfigs maps each invalid configuration of testdata/config.yaml to substrings its error must
 // hold.
 var invalidConfigs = map[string][]string{
-	"no_size":                              {"window.size", "> 0"},
-	"slide_too_big":                        {"window.slide", "<= window.size"},
-	"slide_not_divisor":                    {"window.slide", "whole multiple"},
-	"negative_lateness":                    {"allowed_lateness", "between 0s and 8760h0m0s, got -1s"},
-	"negative_out_of_orderness":            {"watermark.max_out_of_orderness", "between 0s and"},
-	"bad_action":                           {"late_data.action", `"keep"`},
-	"zero_max_series":                      {"max_series", "> 0"},
-	"no_aggregations":                      {"aggregations", "at least one"},
-	"no_name":                              {"aggregations[0].name", "required"},
-	"duplicate_name":                       {"aggregations[1] (a).name", "unique"},
-	"bad_signal":                           {"signal", `"metrics"`},
-	"span_kind_on_logs":                    {"where.span_kind", "spans only"},
-	"bad_span_kind":                        {"where.span_kind", `"SERVER"`},
-	"duplicate_group_by":                   {"group_by", "twice"},
-	"severity_on_spans":                    {"group_by", "logs only"},
-	"span_name_on_logs":                    {"group_by", "spans only"},
-	"duration_on_logs":                     {"value", "spans only"},
-	"bad_value":                            {"value", `"size"`},
-	"empty_attribute_value":                {"value", "needs a key"},
-	"bad_unit":                             {"unit", `"minutes"`},
-	"unit_on_attribute":                    {"unit", "duration only"},
-	"bad_output":                           {"outputs", `"median"`},
-	"value_output_without_value":           {"outputs", `"p99" needs a value`},
-	"duplicate_output":                     {"outputs", "twice"},
-	"bad_emit_interval":                    {"emit.interval", "> 0"},
-	"bad_histogram_max_size":               {"aggregations[0] (a).histogram_max_size", "between 2 and 4096"},
-	"histogram_max_size_without_histogram": {"aggregations[0] (a).histogram_max_size", "histogram output only"},
-	"too_many_panes":                       {"window.slide", "at most 10000", "1m0s / 1ms = 60000"},
-	"empty_per_source_key":                 {"watermark.per_source", "empty key"},
-	"duplicate_per_source_key":             {"watermark.per_source", `"host.name" listed twice`},
-	"zero_source_idle_timeout":             {"watermark.source_idle_timeout", "> 0"},
-	"too_many_sources":                     {"watermark.max_sources", "between 1 and 65535, got 65536"},
+	"no_size":                            {"window.size", "> 0"},
+	"slide_too_big":                      {"window.slide", "<= window.size"},
+	"slide_not_divisor":                  {"window.slide", "whole multiple"},
+	"negative_lateness":                  {"allowed_lateness", "between 0s and 8760h0m0s, got -1s"},
+	"negative_out_of_orderness":          {"watermark.max_out_of_orderness", "between 0s and"},
+	"bad_action":                         {"late_data.action", `"keep"`},
+	"zero_max_series":                    {"max_series", "> 0"},
+	"no_aggregations":                    {"aggregations", "at least one"},
+	"no_name":                            {"aggregations[0].name", "required"},
+	"duplicate_name":                     {"aggregations[1] (a).name", "unique"},
+	"bad_signal":                         {"signal", `"metrics"`},
+	"span_kind_on_logs":                  {"where.span_kind", "spans only"},
+	"bad_span_kind":                      {"where.span_kind", `"SERVER"`},
+	"duplicate_group_by":                 {"group_by", "twice"},
+	"severity_on_spans":                  {"group_by", "logs only"},
+	"span_name_on_logs":                  {"group_by", "spans only"},
+	"duration_on_logs":                   {"value", "spans only"},
+	"bad_value":                          {"value", `"size"`},
+	"empty_attribute_value":              {"value", "needs a key"},
+	"bad_unit":                           {"unit", `"minutes"`},
+	"unit_on_attribute":                  {"unit", "duration only"},
+	"bad_output":                         {"outputs", `"median"`},
+	"value_output_without_value":         {"outputs", `"p99" needs a value`},
+	"duplicate_output":                   {"outputs", "twice"},
+	"bad_emit_interval":                  {"emit.interval", "> 0"},
+	"bad_histogram_max_size":             {"aggregations[0] (a).histogram.exponential.max_size", "between 2 and 4096"},
+	"histogram_without_histogram_output": {"aggregations[0] (a).histogram", "histogram output only"},
+	"both_histograms":                    {"aggregations[0] (a).histogram", "not both"},
+	"no_buckets":                         {"aggregations[0] (a).histogram.explicit.buckets", "at least one"},
+	"numbers_for_duration_buckets":       {"histogram.explicit.buckets", "durations, as in 5ms; got 5"},
+	"durations_for_attribute_buckets":    {"histogram.explicit.buckets", "numbers; got 5ms"},
+	"buckets_not_ascending":              {"histogram.explicit.buckets", "ascending; 5ms comes after 10ms"},
+	"bad_temporality":                    {"temporality", `"gauge"`},
+	"bad_late_firings":                   {"late_firings", `"drop"`},
+	"revise_with_cumulative":             {"late_firings", "revise needs temporality: delta"},
+	"zero_series_expiration":             {"series_expiration", "> 0"},
+	"too_many_panes":                     {"window.slide", "at most 10000", "1m0s / 1ms = 60000"},
+	"empty_per_source_key":               {"watermark.per_source", "empty key"},
+	"duplicate_per_source_key":           {"watermark.per_source", `"host.name" listed twice`},
+	"zero_source_idle_timeout":           {"watermark.source_idle_timeout", "> 0"},
+	"too_many_sources":                   {"watermark.max_sources", "between 1 and 65535, got 65536"},
 }
 
 func TestInvalidConfigsNameKeyAndReason(t *testing.T) {

@@ -76,7 +76,7 @@ func TestConnectorTumblingWindowsLatenessAndRouting(t *testing.T) {
 			if c.resource != "service.name=a(Str)" {
 				t.Fatalf("group-by values from the resource go on the output resource: %q", c.resource)
 			}
-			if sum := wantPoint(t, ps, "lat.sum", attrsAX, 0, 10, 40); sum.monotonic || sum.temporality != pmetric.AggregationTemporalityDelta {
+			if sum := wantPoint(t, ps, "lat.sum", attrsAX, 0, 10, 40); !sum.monotonic || sum.temporality != pmetric.AggregationTemporalityDelta {
 				t.Fatalf("sum: %+v", sum)
 			}
 			if g := wantPoint(t, ps, "lat.avg", attrsAX, 0, 10, 20); g.typ != pmetric.MetricTypeGauge {
@@ -179,10 +179,11 @@ func TestSlidingWindowsThroughTheConnector(t *testing.T) {
 	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 5, ms: 1}, spanSpec{service: "a", name: "x", end: 15, ms: 3}))
 	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 40, ms: 2})) // W = 40: windows ending 10, 20, 30 fire
 	ps := points(h.metrics.AllMetrics())
-	// t=5 in [-10,10) and [0,20); t=15 in [0,20) and [10,30).
-	wantPoint(t, ps, "n.count", "", -10, 10, 1)
-	wantPoint(t, ps, "n.count", "", 0, 20, 2)
-	wantPoint(t, ps, "n.count", "", 10, 30, 1)
+	// t=5 in [-10,10) and [0,20); t=15 in [0,20) and [10,30). The delta points are of one slide each:
+	// [0,10) has t=5, [10,20) t=15, [20,30) nothing (its window [10,30) holds t=15).
+	wantPoint(t, ps, "n.count", "", 0, 10, 1)
+	wantPoint(t, ps, "n.count", "", 10, 20, 1)
+	wantPoint(t, ps, "n.count", "", 20, 30, 0)
 	if mx := find(ps, "n.max", ""); len(mx) != 3 || mx[1].value != 3 {
 		t.Fatalf("max per window: %+v", mx)
 	}
@@ -208,7 +209,7 @@ func TestOverflowSeriesThroughTheConnector(t *testing.T) {
 	}
 }
 
-// The histogram output is downscaled to fit histogram_max_size buckets per sign. Values 1 and 1e6 sit in
+// The exponential histogram output is downscaled to fit max_size buckets per sign. Values 1 and 1e6 sit in
 // buckets -1 and 1275 at scale 6 (bucket i is (2^(i/64), 2^((i+1)/64)]; log2(1e6) = 19.93): 1277
 // buckets. Each scale down halves the indices (floor): at scale 2 they are -1 and 79, 81 buckets, the
 // first that fits in 160 (scale 3 needs 161). With 4096 the output keeps scale 6.
@@ -223,7 +224,7 @@ func TestHistogramOutputFitsMaxSize(t *testing.T) {
 		useFakeClock(t)
 		cfg := baseConfig()
 		cfg.Aggregations = []AggregationConfig{{Name: "v", Signal: "logs", Value: "attribute:v",
-			Outputs: []string{"histogram"}, HistogramMaxSize: c.maxSize}}
+			Outputs: []string{"histogram"}, Histogram: &HistogramConfig{Exponential: &ExponentialHistogramConfig{MaxSize: c.maxSize}}}}
 		h := newConnectorHarness(t, cfg, true)
 		h.sendLogs(logs(logSpec{service: "a", ts: 1, attrs: map[string]any{"v": 1}},
 			logSpec{service: "a", ts: 2, attrs: map[string]any{"v": 1e6}}))

@@ -50,10 +50,14 @@ func testContext(t *testing.T) context.Context {
 }
 
 // baseConfig is a tumbling 10 s window whose ticker never fires within a test.
+// baseConfig is a 10 s tumbling window with delta points and late firings that revise: each point is
+// one firing of its window, so that the tests of windows, watermark and lateness read their counts
+// window by window. The tests of the output modes (output_test.go) set their own.
 func baseConfig() *Config {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Window.Size = 10 * time.Second
 	cfg.Emit.Interval = time.Hour
+	cfg.Temporality, cfg.LateFirings = temporalityDelta, lateRevise
 	return cfg
 }
 
@@ -226,6 +230,7 @@ type point struct {
 	sum         float64 // histogram sum
 	temporality pmetric.AggregationTemporality
 	monotonic   bool
+	buckets     []uint64 // an explicit histogram's bucket counts
 }
 
 func attrString(m pcommon.Map) string {
@@ -256,6 +261,17 @@ func points(all []pmetric.Metrics) []point {
 						out = appendNumber(out, base, m.Sum().DataPoints())
 					case pmetric.MetricTypeGauge:
 						out = appendNumber(out, base, m.Gauge().DataPoints())
+					case pmetric.MetricTypeHistogram:
+						base.temporality = m.Histogram().AggregationTemporality()
+						dps := m.Histogram().DataPoints()
+						for d := 0; d < dps.Len(); d++ {
+							dp := dps.At(d)
+							p := base
+							p.start, p.end = int64(dp.StartTimestamp())/s, int64(dp.Timestamp())/s
+							p.attrs = attrString(dp.Attributes())
+							p.value, p.sum, p.buckets = float64(dp.Count()), dp.Sum(), dp.BucketCounts().AsRaw()
+							out = append(out, p)
+						}
 					case pmetric.MetricTypeExponentialHistogram:
 						base.temporality = m.ExponentialHistogram().AggregationTemporality()
 						dps := m.ExponentialHistogram().DataPoints()

@@ -17,8 +17,9 @@ const (
 // points stamped with the window, attributes from the series key, and one ResourceMetrics per distinct
 // set of group-by values read from the resource.
 type metricsBuilder struct {
-	aggs    []*aggregation
-	version string
+	aggs        []*aggregation
+	version     string
+	temporality pmetric.AggregationTemporality // of the additive outputs
 
 	md        pmetric.Metrics
 	points    int
@@ -43,8 +44,8 @@ type aggOut struct {
 	made    []bool
 }
 
-func newMetricsBuilder(aggs []*aggregation, version string) *metricsBuilder {
-	b := &metricsBuilder{aggs: aggs, version: version}
+func newMetricsBuilder(aggs []*aggregation, version string, t pmetric.AggregationTemporality) *metricsBuilder {
+	b := &metricsBuilder{aggs: aggs, version: version, temporality: t}
 	b.reset()
 	return b
 }
@@ -85,6 +86,7 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	}
 	ro := b.resource(r.Agg)
 	start, end := pcommon.Timestamp(r.Start), pcommon.Timestamp(r.End)
+	pointStart := pcommon.Timestamp(r.Point.Start)
 	// The first data point's attributes are built from the key; the others copy them, which costs
 	// the same allocations and less work than putting each value again.
 	var first pcommon.Map
@@ -102,36 +104,61 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	}
 	for i := range a.outputs {
 		e := &a.outputs[i]
-		if e.def.ofWindowValues && r.WindowValueCount == 0 {
-			continue // no value in the window: no gauge of its values
+		if e.def.ofWindowValues {
+			if r.HasWindow && r.WindowValueCount > 0 { // no value in the window: no gauge of its values
+				b.number(ro, i, a, start, end, e.def.value(r, e.q), attrs)
+			}
+			continue
+		}
+		if !r.HasPoint {
+			continue
 		}
 		switch e.def.metric {
 		case shapeCount:
 			dp := b.metric(ro, i, a).Sum().DataPoints().AppendEmpty()
-			dp.SetStartTimestamp(start)
+			dp.SetStartTimestamp(pointStart)
 			dp.SetTimestamp(end)
 			dp.SetIntValue(e.def.intValue(r))
 			attrs(dp.Attributes())
 			b.points++
-		case shapeSum, shapeGauge:
-			b.number(ro, i, a, start, end, e.def.value(r, e.q), attrs)
+		case shapeSum:
+			b.number(ro, i, a, pointStart, end, e.def.value(r, e.q), attrs)
 		case shapeHistogram:
-			if r.Hist != nil {
-				b.histogram(ro, i, a, start, end, r, attrs)
+			if a.bounds != nil {
+				b.explicitHistogram(ro, i, a, pointStart, end, &r.Point, attrs)
+			} else if r.Point.Hist != nil {
+				b.histogram(ro, i, a, pointStart, end, &r.Point, attrs)
 			}
 		}
 	}
 }
 
-// histogram appends the exponential histogram data point of result r.
-func (b *metricsBuilder) histogram(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, r *stream.Result, attrs func(pcommon.Map)) {
+// explicitHistogram appends the explicit-bucket histogram data point of point p.
+func (b *metricsBuilder) explicitHistogram(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, p *stream.Point, attrs func(pcommon.Map)) {
+	dp := b.metric(ro, slot, a).Histogram().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(end)
+	dp.SetCount(p.ValueCount)
+	dp.SetSum(p.Sum)
+	dp.ExplicitBounds().FromRaw(a.bounds)
+	if len(p.BucketCounts) == len(a.bounds)+1 {
+		dp.BucketCounts().FromRaw(p.BucketCounts)
+	} else {
+		dp.BucketCounts().FromRaw(make([]uint64, len(a.bounds)+1))
+	}
+	attrs(dp.Attributes())
+	b.points++
+}
+
+// histogram appends the exponential histogram data point of point p.
+func (b *metricsBuilder) histogram(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, p *stream.Point, attrs func(pcommon.Map)) {
 	m := b.metric(ro, slot, a)
 	dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(end)
-	h := r.Hist
+	h := p.Hist
 	dp.SetCount(h.Count())
-	dp.SetSum(h.Sum())
+	dp.SetSum(p.Sum)
 	if h.Count() > 0 {
 		dp.SetMin(h.Min())
 		dp.SetMax(h.Max())
@@ -242,7 +269,7 @@ func (b *metricsBuilder) metric(ro *aggOut, slot int, a *aggregation) pmetric.Me
 	m := ro.sm.Metrics().AppendEmpty()
 	e := &a.outputs[slot]
 	m.SetName(a.name + "." + e.name)
-	e.describe(m, a)
+	e.describe(m, a, b.temporality)
 	ro.metrics[slot], ro.made[slot] = m, true
 	return m
 }

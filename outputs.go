@@ -25,10 +25,12 @@ type output struct {
 	description string
 	// value is a double output's value for a result; q is the output's index among the family's
 	// configured members (the percentile's index in Result.Quantiles). count's is intValue; the
-	// histogram's is the result's sketch.
+	// histogram's is the point's sketch or bucket counts.
 	value    func(r *stream.Result, q int) float64
 	intValue func(r *stream.Result) int64
-	// ofWindowValues: emitted only for a window with at least one value (a gauge of the values).
+	// ofWindowValues: a gauge of the values of the whole window, emitted for a window with at least
+	// one value. The others are additive: they come from the result's point (see stream.Point), with
+	// the configured temporality.
 	ofWindowValues bool
 }
 
@@ -36,20 +38,20 @@ type output struct {
 type metricShape uint8
 
 const (
-	shapeCount     metricShape = iota // Sum of ints, delta, monotonic; unit {span} or {log}
-	shapeSum                          // Sum of doubles, delta; the aggregation's unit
+	shapeCount     metricShape = iota // Sum of ints, monotonic; unit {span} or {log}
+	shapeSum                          // Sum of doubles, monotonic for durations; the aggregation's unit
 	shapeGauge                        // Gauge of doubles; the aggregation's unit
-	shapeHistogram                    // ExponentialHistogram, delta; the aggregation's unit
+	shapeHistogram                    // ExponentialHistogram, or Histogram with explicit buckets; the aggregation's unit
 )
 
-const lateDeltas = " (a late firing carries only the late records)."
+const additive = " (cumulative: since the series' start; delta: in the slide)."
 
 // outputs is the table, in the order their metrics are made for a result.
 var outputs = []output{
-	{name: "count", metric: shapeCount, description: "Records in the window" + lateDeltas,
-		intValue: func(r *stream.Result) int64 { return int64(r.Count) }},
-	{name: "sum", needsValue: true, metric: shapeSum, description: "Sum of the values in the window" + lateDeltas,
-		value: func(r *stream.Result, _ int) float64 { return r.Sum }},
+	{name: "count", metric: shapeCount, description: "Records" + additive,
+		intValue: func(r *stream.Result) int64 { return int64(r.Point.Count) }},
+	{name: "sum", needsValue: true, metric: shapeSum, description: "Sum of the values" + additive,
+		value: func(r *stream.Result, _ int) float64 { return r.Point.Sum }},
 	{name: "avg", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Mean of the values in the window.",
 		value: func(r *stream.Result, _ int) float64 { return r.Avg }},
 	{name: "min", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Least value in the window.",
@@ -59,7 +61,7 @@ var outputs = []output{
 	{name: "pNN", pattern: regexp.MustCompile(`^p([0-9]{1,6})$`), needsValue: true, metric: shapeGauge, ofWindowValues: true,
 		description: "Percentile pNN of the values in the window, within 1% relative error.",
 		value:       func(r *stream.Result, q int) float64 { return r.Quantiles[q] }},
-	{name: "histogram", needsValue: true, metric: shapeHistogram, description: "Exponential histogram of the values in the window" + lateDeltas},
+	{name: "histogram", needsValue: true, metric: shapeHistogram, description: "Histogram of the values" + additive},
 }
 
 const outputCount, outputHistogram = "count", "histogram"
@@ -135,8 +137,9 @@ func (c *aggregation) hasOutput(name string) bool {
 	return false
 }
 
-// describe sets a new metric's unit, description and type for output e of aggregation a.
-func (e *emitted) describe(m pmetric.Metric, a *aggregation) {
+// describe sets a new metric's unit, description and type for output e of aggregation a, its additive
+// outputs with temporality t.
+func (e *emitted) describe(m pmetric.Metric, a *aggregation, t pmetric.AggregationTemporality) {
 	desc := e.def.description
 	if e.def.pattern != nil {
 		desc = strings.Replace(desc, e.def.name, e.name, 1)
@@ -147,13 +150,19 @@ func (e *emitted) describe(m pmetric.Metric, a *aggregation) {
 	case shapeCount:
 		m.SetUnit("{" + recordUnit(a.signal) + "}")
 		s := m.SetEmptySum()
-		s.SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		s.SetAggregationTemporality(t)
 		s.SetIsMonotonic(true)
 	case shapeSum:
-		m.SetEmptySum().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		s := m.SetEmptySum()
+		s.SetAggregationTemporality(t)
+		s.SetIsMonotonic(a.duration) // a duration is never negative
 	case shapeGauge:
 		m.SetEmptyGauge()
 	case shapeHistogram:
-		m.SetEmptyExponentialHistogram().SetAggregationTemporality(pmetric.AggregationTemporalityDelta)
+		if a.bounds != nil {
+			m.SetEmptyHistogram().SetAggregationTemporality(t)
+		} else {
+			m.SetEmptyExponentialHistogram().SetAggregationTemporality(t)
+		}
 	}
 }

@@ -2,9 +2,12 @@ package windowaggregator
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -39,50 +42,76 @@ func TestEveryOutputOfTheTable(t *testing.T) {
 		}
 		configured = append(configured, name)
 	}
-	cfg := baseConfig()
-	cfg.Aggregations = []AggregationConfig{{Name: "o", Signal: "spans", Outputs: configured}}
-	h := newConnectorHarness(t, cfg, false)
-	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 1, ms: 10}, spanSpec{service: "a", name: "x", end: 2, ms: 20},
-		spanSpec{service: "a", name: "x", end: 3, ms: 30}, spanSpec{service: "a", name: "x", end: 4, ms: 40}))
-	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 11, ms: 1})) // W = 11: [0,10) fires
-	got := map[string]pmetric.Metric{}
-	for _, md := range h.metrics.AllMetrics() {
-		ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
-		for i := 0; i < ms.Len(); i++ {
-			got[ms.At(i).Name()] = ms.At(i)
-		}
-	}
-	if d := got["o.p50"].Description(); d != "Percentile p50 of the values in the window, within 1% relative error." {
-		t.Errorf("o.p50's description is %q", d)
-	}
-	for row, w := range cases {
-		m, ok := got[w.metric]
-		switch {
-		case !ok:
-			t.Errorf("%s: no metric %s", row, w.metric)
-			continue
-		case m.Type() != w.typ || m.Unit() != w.unit || m.Description() == "" || strings.Contains(m.Description(), "%!"):
-			t.Errorf("%s: %s is a %v in %q (%q), want a %v in %q with a description", row, w.metric, m.Type(), m.Unit(), m.Description(), w.typ, w.unit)
-			continue
-		}
-		var v float64
-		switch m.Type() {
-		case pmetric.MetricTypeSum:
-			if !m.Sum().IsMonotonic() && row == "count" || m.Sum().AggregationTemporality() != pmetric.AggregationTemporalityDelta {
-				t.Errorf("%s: a delta sum, monotonic for count", row)
+	for _, temporality := range []string{temporalityCumulative, temporalityDelta} {
+		t.Run(temporality, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.Temporality, cfg.LateFirings = temporality, lateFold
+			wantTemporality := pmetric.AggregationTemporalityDelta
+			if temporality == temporalityCumulative {
+				wantTemporality = pmetric.AggregationTemporalityCumulative
 			}
-			dp := m.Sum().DataPoints().At(0)
-			v = dp.DoubleValue()
-			if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-				v = float64(dp.IntValue())
+			cfg.Aggregations = []AggregationConfig{{Name: "o", Signal: "spans", Outputs: configured},
+				{Name: "e", Signal: "spans", Outputs: []string{"histogram"},
+					Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{"15ms", "35ms"}}}}}
+			h := newConnectorHarness(t, cfg, false)
+			h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 1, ms: 10}, spanSpec{service: "a", name: "x", end: 2, ms: 20},
+				spanSpec{service: "a", name: "x", end: 3, ms: 30}, spanSpec{service: "a", name: "x", end: 4, ms: 40}))
+			h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 11, ms: 1})) // W = 11: [0,10) fires
+			got := map[string]pmetric.Metric{}
+			for _, md := range h.metrics.AllMetrics() {
+				ms := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics()
+				for i := 0; i < ms.Len(); i++ {
+					got[ms.At(i).Name()] = ms.At(i)
+				}
 			}
-		case pmetric.MetricTypeGauge:
-			v = m.Gauge().DataPoints().At(0).DoubleValue()
-		case pmetric.MetricTypeExponentialHistogram:
-			v = float64(m.ExponentialHistogram().DataPoints().At(0).Count())
-		}
-		if math.Abs(v-w.value) > w.tol*w.value {
-			t.Errorf("%s: %s = %v, want %v", row, w.metric, v, w.value)
-		}
+			if d := got["o.p50"].Description(); d != "Percentile p50 of the values in the window, within 1% relative error." {
+				t.Errorf("o.p50's description is %q", d)
+			}
+			for row, w := range cases {
+				m, ok := got[w.metric]
+				switch {
+				case !ok:
+					t.Errorf("%s: no metric %s", row, w.metric)
+					continue
+				case m.Type() != w.typ || m.Unit() != w.unit || m.Description() == "" || strings.Contains(m.Description(), "%!"):
+					t.Errorf("%s: %s is a %v in %q (%q), want a %v in %q with a description", row, w.metric, m.Type(), m.Unit(), m.Description(), w.typ, w.unit)
+					continue
+				}
+				var v float64
+				switch m.Type() {
+				case pmetric.MetricTypeSum:
+					// count, and sum of durations (never negative), are monotonic.
+					if !m.Sum().IsMonotonic() || m.Sum().AggregationTemporality() != wantTemporality {
+						t.Errorf("%s: a monotonic sum of temporality %v, got %v", row, wantTemporality, m.Sum().AggregationTemporality())
+					}
+					dp := m.Sum().DataPoints().At(0)
+					v = dp.DoubleValue()
+					if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+						v = float64(dp.IntValue())
+					}
+				case pmetric.MetricTypeGauge:
+					v = m.Gauge().DataPoints().At(0).DoubleValue()
+				case pmetric.MetricTypeExponentialHistogram:
+					if m.ExponentialHistogram().AggregationTemporality() != wantTemporality {
+						t.Errorf("%s: temporality %v", row, m.ExponentialHistogram().AggregationTemporality())
+					}
+					v = float64(m.ExponentialHistogram().DataPoints().At(0).Count())
+				}
+				if math.Abs(v-w.value) > w.tol*w.value {
+					t.Errorf("%s: %s = %v, want %v", row, w.metric, v, w.value)
+				}
+			}
+			// The same row with explicit buckets: 10 | 20, 30 | 40 in (-inf, 15], (15, 35], (35, +inf).
+			e, ok := got["e.histogram"]
+			if !ok || e.Type() != pmetric.MetricTypeHistogram || e.Unit() != "ms" || e.Histogram().AggregationTemporality() != wantTemporality {
+				t.Fatalf("e.histogram: %v", e.Type())
+			}
+			dp := e.Histogram().DataPoints().At(0)
+			if !slices.Equal(dp.ExplicitBounds().AsRaw(), []float64{15, 35}) || !slices.Equal(dp.BucketCounts().AsRaw(), []uint64{1, 2, 1}) ||
+				dp.Count() != 4 || dp.Sum() != 100 || dp.StartTimestamp() != 0 || dp.Timestamp() != pcommon.Timestamp(10*time.Second) {
+				t.Errorf("e.histogram point: bounds %v counts %v count %d sum %v [%v, %v]", dp.ExplicitBounds().AsRaw(),
+					dp.BucketCounts().AsRaw(), dp.Count(), dp.Sum(), dp.StartTimestamp(), dp.Timestamp())
+			}
+		})
 	}
 }

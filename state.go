@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
@@ -93,7 +94,9 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness,
 		PerSource: len(cfg.Watermark.PerSource) > 0, SourceIdleTimeout: cfg.Watermark.SourceIdleTimeout,
 		MaxSources: cfg.Watermark.MaxSources,
-		Clock:      clk,
+		Cumulative: cfg.Temporality == temporalityCumulative, FoldLate: cfg.LateFirings == lateFold,
+		SeriesExpiration: cfg.SeriesExpiration,
+		Clock:            clk,
 	}
 	for i, ac := range cfg.Aggregations {
 		a, err := compileAggregation(i, ac)
@@ -119,8 +122,12 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	}
 	s.emitter = &emitter{s: s}
 	v := moduleVersion()
+	t := pmetric.AggregationTemporalityDelta
+	if cfg.Temporality == temporalityCumulative {
+		t = pmetric.AggregationTemporalityCumulative
+	}
 	for i := range s.emitter.builders {
-		s.emitter.builders[i] = newMetricsBuilder(s.aggs, v)
+		s.emitter.builders[i] = newMetricsBuilder(s.aggs, v, t)
 	}
 	if err := s.tel.observe(s); err != nil {
 		return nil, err
