@@ -4,12 +4,14 @@ export GOTOOLCHAIN := local
 BUILDER := $(GO) run go.opentelemetry.io/collector/cmd/builder@v0.165.0
 DIST    := _build/otelcol-windowaggregator/otelcol-windowaggregator
 LOADGEN := _build/loadgen
+PROMETHEUS := _build/prometheus/usr/bin/prometheus
 SOURCES := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null)
 
-.PHONY: test demo dist loadgen fuzz bench generate
+.PHONY: test demo dist loadgen prometheus fuzz bench generate
 
-# Every test, the end-to-end one included (it builds the distribution first).
-test:
+# Every test, the end-to-end one included (it builds the distribution first; the Prometheus tests
+# run the Prometheus server below).
+test: prometheus
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -33,6 +35,19 @@ dist: $(DIST)
 $(DIST): builder-config.yaml $(SOURCES)
 	@mkdir -p _build
 	$(BUILDER) --config builder-config.yaml
+
+# Prometheus 2.42, the server the end-to-end tests scrape into and remote-write into: Debian's
+# package, unpacked into _build/prometheus (apt-get download and dpkg -x install nothing and start no
+# service; it needs the package lists, from apt-get update, which .ci/run runs). Fetched only when the
+# binary is missing. As root, apt warns that it downloads "unsandboxed" (its _apt user cannot write
+# into the private temporary directory): harmless.
+prometheus: $(PROMETHEUS)
+$(PROMETHEUS):
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	( cd "$$tmp" && apt-get download prometheus ); \
+	rm -rf _build/prometheus; mkdir -p _build/prometheus; \
+	dpkg -x "$$tmp"/prometheus_*.deb _build/prometheus
+	$(PROMETHEUS) --version
 
 loadgen: $(LOADGEN)
 $(LOADGEN): $(SOURCES)

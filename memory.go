@@ -4,15 +4,19 @@ import "go.uber.org/zap"
 
 // The memory formula of the README, per aggregation:
 //
-//	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + P × (paneBytes + S))
+//	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B))
 //	P = (size + allowed_lateness + max_out_of_orderness + max_future_skew) / slide + 1
 //
-// with S the sketch of a pane (none without percentiles or histogram, twice with histogram for its
-// late deltas). The estimate logged at start takes assumedKeyBytes per group_by key and assumedSketch
-// bytes per sketch; the README says how to read it.
+// with S the sketch of a pane (none without percentiles or an exponential histogram, twice with an
+// exponential histogram whose late firings revise, for its late deltas), B the explicit buckets' counts
+// of a pane (8 bytes a bucket; twice when late firings revise), and A what a series adds up beyond
+// its panes with cumulative output or folded late records: accrualBytes, a sketch with an exponential
+// histogram, and B. The estimate logged at start takes assumedKeyBytes per group_by key and
+// assumedSketch bytes per sketch; the README says how to read it.
 const (
 	seriesBytes     = 550
 	paneBytes       = 150
+	accrualBytes    = 200
 	assumedKeyBytes = 64
 	assumedSketch   = 1024
 )
@@ -29,15 +33,30 @@ func panesPerSeries(cfg *Config) int64 {
 
 // memoryEstimate is the formula for one aggregation, in bytes.
 func memoryEstimate(cfg *Config, a *aggregation) int64 {
-	var sketch int64
-	if a.hasOutput(outputHistogram) || len(a.quantiles) > 0 {
+	revise := cfg.LateFirings == lateRevise
+	exponential := a.hasOutput(outputHistogram) && a.bounds == nil
+	var sketch, counts, accrual int64
+	if exponential || len(a.quantiles) > 0 {
 		sketch = assumedSketch
-		if a.hasOutput(outputHistogram) {
+		if exponential && revise {
 			sketch *= 2
 		}
 	}
+	if a.bounds != nil {
+		counts = 8 * int64(len(a.bounds)+1)
+	}
+	if cfg.Temporality == temporalityCumulative || !revise {
+		accrual = accrualBytes + counts
+		if exponential {
+			accrual += assumedSketch
+		}
+	}
+	paneCounts := counts
+	if revise {
+		paneCounts *= 2
+	}
 	key := int64(assumedKeyBytes * len(a.groupBy))
-	return int64(cfg.MaxSeries+1) * (seriesBytes + key + panesPerSeries(cfg)*(paneBytes+sketch))
+	return int64(cfg.MaxSeries+1) * (seriesBytes + key + accrual + panesPerSeries(cfg)*(paneBytes+sketch+paneCounts))
 }
 
 // logMemoryEstimate logs the formula's value for the configuration, so that an operator sees what a

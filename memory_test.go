@@ -22,6 +22,37 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 		{Name: "lat", Signal: "spans", GroupBy: []string{"service.name", "span.name"}, Outputs: []string{"count", "p99"}},
 		{Name: "n", Signal: "spans"},
 	}
+	fields := loggedEstimate(t, cfg)
+	// P = (60 + 30 + 5 + 300) s / 60 s + 1 = 7 panes.
+	// lat: 10001 × (550 + 2 × 64 + 7 × (150 + 1024)) = 10001 × 8896; n: 10001 × (550 + 7 × 150) = 10001 × 1600.
+	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8896, "bytes.n": 10001 * 1600, "bytes": 10001 * (8896 + 1600)}
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("%s = %v, want %d", k, fields[k], v)
+		}
+	}
+
+	// Cumulative, with an explicit histogram of 4 bounds (5 counts, 40 bytes) and an exponential one.
+	cfg.Temporality, cfg.LateFirings = temporalityCumulative, lateFold
+	cfg.Aggregations = []AggregationConfig{
+		{Name: "h", Signal: "spans", GroupBy: []string{"service.name"}, Outputs: []string{"histogram"},
+			Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{"1ms", "2ms", "3ms", "4ms"}}}},
+		{Name: "e", Signal: "spans", Outputs: []string{"histogram"}},
+	}
+	fields = loggedEstimate(t, cfg)
+	// h: 10001 × (550 + 64 + (200 + 40) + 7 × (150 + 40)) = 10001 × 2184;
+	// e: 10001 × (550 + (200 + 1024) + 7 × (150 + 1024)) = 10001 × 9992 (no late-delta sketch when folding).
+	want = map[string]int64{"bytes.h": 10001 * 2184, "bytes.e": 10001 * 9992}
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("cumulative: %s = %v, want %d", k, fields[k], v)
+		}
+	}
+}
+
+// loggedEstimate starts a connector on cfg and returns the fields of its memory estimate log line.
+func loggedEstimate(t *testing.T, cfg *Config) map[string]any {
+	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	set := connectortest.NewNopSettings(Type)
 	set.Logger = zap.New(core)
@@ -33,13 +64,5 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("%d memory estimate log lines, want 1", len(entries))
 	}
-	// P = (60 + 30 + 5 + 300) s / 60 s + 1 = 7 panes.
-	// lat: 10001 × (550 + 2 × 64 + 7 × (150 + 1024)) = 10001 × 8896; n: 10001 × (550 + 7 × 150) = 10001 × 1600.
-	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8896, "bytes.n": 10001 * 1600, "bytes": 10001 * (8896 + 1600)}
-	fields := entries[0].ContextMap()
-	for k, v := range want {
-		if fields[k] != v {
-			t.Errorf("%s = %v, want %d", k, fields[k], v)
-		}
-	}
+	return entries[0].ContextMap()
 }

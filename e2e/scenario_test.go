@@ -31,6 +31,8 @@ receivers:
 connectors:
   window_aggregator/c:
     window: {size: 10s}
+    temporality: delta # these tests read window by window
+    late_firings: revise
     watermark: {max_future_skew: 1m}
     allowed_lateness: 10s
     aggregations:
@@ -46,6 +48,8 @@ connectors:
 processors:
   windowaggregator/p:
     window: {size: 10s}
+    temporality: delta # these tests read window by window
+    late_firings: revise
     aggregations:
       - name: plat
         signal: spans

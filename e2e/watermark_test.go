@@ -403,6 +403,8 @@ func connectorWatermarkConfig(recv, telPort int, out, watermark, lateness, stora
 connectors:
   window_aggregator:
     window: {size: 2s}
+    temporality: delta # these tests read window by window
+    late_firings: revise
     watermark: %s
     allowed_lateness: %s%s
     aggregations:
@@ -736,6 +738,8 @@ func TestRestartWithStorageDuringLiveTraffic(t *testing.T) {
 func holdConfig(recv int, out, dir string, proc, hold bool) string {
 	wa := `
     window: {size: 1s}
+    temporality: delta # these tests read window by window
+    late_firings: revise
     watermark: {max_out_of_orderness: 500ms}
     allowed_lateness: 30s
     aggregations:
