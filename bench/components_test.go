@@ -157,12 +157,7 @@ func newWindowAggregator(tb testing.TB, cfg *windowaggregator.Config, next consu
 		c, err = f.CreateTracesToMetrics(ctx, set, cfg, next)
 		h.traces, h.comp = c, c
 	}
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := h.comp.Start(ctx, componenttest.NewNopHost()); err != nil {
-		tb.Fatal(err)
-	}
+	start(tb, ctx, h.comp, err)
 	return h
 }
 
@@ -176,13 +171,20 @@ func newSpanMetrics(tb testing.TB, cfg *spanmetricsconnector.Config, next consum
 	clock := clockwork.NewFakeClockAt(time.Unix(0, baseTime))
 	ctx := clockwork.AddToContext(context.Background(), clock)
 	c, err := f.CreateTracesToMetrics(ctx, set, cfg, next)
+	start(tb, ctx, c, err)
+	return &harness{traces: c, comp: c, reader: reader, clock: clock}
+}
+
+// start starts c, the connector just created (err: what creating it returned), failing tb if
+// creating or starting it failed.
+func start(tb testing.TB, ctx context.Context, c component.Component, err error) {
+	tb.Helper()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if err := c.Start(ctx, componenttest.NewNopHost()); err != nil {
 		tb.Fatal(err)
 	}
-	return &harness{traces: c, comp: c, reader: reader, clock: clock}
 }
 
 // tick is called before the first batch of every minute of event time but the first:

@@ -54,6 +54,32 @@ func runSerial(b *testing.B, h *harness, r *ring, feed func(ctx context.Context,
 
 func outputsName(outputs []string) string { return strings.Join(outputs, "_") }
 
+// serialTraces runs h on the serial loop over trace ring 0 and reports per span.
+func serialTraces(b *testing.B, h *harness) {
+	r := traceRingFor(0)
+	mallocs := runSerial(b, h, &r.ring, func(ctx context.Context, i int) error {
+		return h.traces.ConsumeTraces(ctx, r.batches[i])
+	})
+	report(b, "span", mallocs)
+}
+
+// serialWindowAggregator runs window_aggregator configured by o on the serial loop, over log ring 0
+// with o.logs and trace ring 0 otherwise, and checks that it aggregated every record on time.
+func serialWindowAggregator(b *testing.B, o waOptions) {
+	h := newWindowAggregator(b, waConfig(o), nil)
+	if o.logs {
+		r := logRingFor(0)
+		mallocs := runSerial(b, h, &r.ring, func(ctx context.Context, i int) error {
+			return h.logs.ConsumeLogs(ctx, r.batches[i])
+		})
+		report(b, "log", mallocs)
+	} else {
+		serialTraces(b, h)
+	}
+	h.checkAllAggregated(b, int64(b.N)*recordsPerBatch)
+	h.shutdown(b)
+}
+
 // BenchmarkTracesToMetrics: window_aggregator vs span_metrics on one goroutine, per output set.
 // Compare the impl= columns with benchstat -col /impl; BenchmarkPaired measures the ratio on a
 // busy machine.
@@ -61,23 +87,12 @@ func BenchmarkTracesToMetrics(b *testing.B) {
 	for _, outputs := range [][]string{outputsSumHist, outputsPercentile} {
 		b.Run("outputs="+outputsName(outputs), func(b *testing.B) {
 			b.Run("impl=span_metrics", func(b *testing.B) {
-				r := traceRingFor(0)
 				h := newSpanMetrics(b, smConfig(), nil)
-				mallocs := runSerial(b, h, &r.ring, func(ctx context.Context, i int) error {
-					return h.traces.ConsumeTraces(ctx, r.batches[i])
-				})
-				report(b, "span", mallocs)
+				serialTraces(b, h)
 				h.shutdown(b)
 			})
 			b.Run("impl=window_aggregator", func(b *testing.B) {
-				r := traceRingFor(0)
-				h := newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)
-				mallocs := runSerial(b, h, &r.ring, func(ctx context.Context, i int) error {
-					return h.traces.ConsumeTraces(ctx, r.batches[i])
-				})
-				report(b, "span", mallocs)
-				h.checkAllAggregated(b, int64(b.N)*recordsPerBatch)
-				h.shutdown(b)
+				serialWindowAggregator(b, waOptions{outputs: outputs})
 			})
 		})
 	}
@@ -91,14 +106,7 @@ func BenchmarkSliding(b *testing.B) {
 		b.Run("outputs="+outputsName(outputs), func(b *testing.B) {
 			for _, w := range windowShapes {
 				b.Run("window="+w.name, func(b *testing.B) {
-					r := traceRingFor(0)
-					h := newWindowAggregator(b, waConfig(waOptions{outputs: outputs, slide: w.slide}), nil)
-					mallocs := runSerial(b, h, &r.ring, func(ctx context.Context, i int) error {
-						return h.traces.ConsumeTraces(ctx, r.batches[i])
-					})
-					report(b, "span", mallocs)
-					h.checkAllAggregated(b, int64(b.N)*recordsPerBatch)
-					h.shutdown(b)
+					serialWindowAggregator(b, waOptions{outputs: outputs, slide: w.slide})
 				})
 			}
 		})
@@ -115,14 +123,7 @@ var windowShapes = []struct {
 // takes no logs; contrib's count connector is not served at v0.165.1, so there is no comparison.
 func BenchmarkLogsToMetrics(b *testing.B) {
 	b.Run("impl=window_aggregator", func(b *testing.B) {
-		r := logRingFor(0)
-		h := newWindowAggregator(b, waConfig(waOptions{outputs: []string{"count", "sum", "p99"}, logs: true}), nil)
-		mallocs := runSerial(b, h, &r.ring, func(ctx context.Context, i int) error {
-			return h.logs.ConsumeLogs(ctx, r.batches[i])
-		})
-		report(b, "log", mallocs)
-		h.checkAllAggregated(b, int64(b.N)*recordsPerBatch)
-		h.shutdown(b)
+		serialWindowAggregator(b, waOptions{outputs: []string{"count", "sum", "p99"}, logs: true})
 	})
 }
 

@@ -136,15 +136,31 @@ type traceRing struct {
 	batches []ptrace.Traces
 }
 
+// newRing builds the n batches of a ring in order, batch i with build(slotStart, i) for slot i
+// (slotStart is the slot's first nanosecond), and the ring that holds them at those slots. The caller
+// sets shift and touch, which read the batches it keeps.
+func newRing[T any](n int, build func(slotStart int64, i int) T) (ring, []T) {
+	r := ring{slot: make([]int64, n), n: n}
+	batches := make([]T, n)
+	for i := range batches {
+		batches[i] = build(baseTime+int64(i)*slotNanos, i)
+		r.slot[i] = int64(i)
+	}
+	return r, batches
+}
+
+// recordTime is the timestamp of the k-th record of service s in the batch of slot slotStart: the
+// records of the services interleave, evenly spaced over the slot.
+func recordTime(slotStart int64, s, k int) int64 {
+	return slotStart + int64(k*numServices+s)*(slotNanos/recordsPerBatch)
+}
+
 func newTraceRing(n int, seed uint64, instances int) *traceRing {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	tr := &traceRing{batches: make([]ptrace.Traces, n)}
-	tr.n = n
-	tr.slot = make([]int64, n)
-	for i := range tr.batches {
-		tr.batches[i] = buildSpanBatch(rng, baseTime+int64(i)*slotNanos, instances, i%instances)
-		tr.slot[i] = int64(i)
-	}
+	tr := &traceRing{}
+	tr.ring, tr.batches = newRing(n, func(slotStart int64, i int) ptrace.Traces {
+		return buildSpanBatch(rng, slotStart, instances, i%instances)
+	})
 	tr.shift = func(i int, d pcommon.Timestamp) { shiftTraces(tr.batches[i], d) }
 	tr.touch = func(i int) int { return touchTraces(tr.batches[i]) }
 	return tr
@@ -179,8 +195,7 @@ func buildSpanBatch(rng *rand.Rand, slotStart int64, instances, inst int) ptrace
 			sp.SetSpanID(sid)
 			sp.SetName(spanNames[rng.IntN(numSpanNames)])
 			sp.SetKind(ptrace.SpanKindServer)
-			// end times interleave the services over the second
-			end := slotStart + int64(k*numServices+s)*(slotNanos/recordsPerBatch)
+			end := recordTime(slotStart, s, k)
 			sp.SetStartTimestamp(pcommon.Timestamp(end - latencyNanos(rng)))
 			sp.SetEndTimestamp(pcommon.Timestamp(end))
 			a := sp.Attributes()
@@ -259,13 +274,8 @@ type logRing struct {
 
 func newLogRing(n int, seed uint64) *logRing {
 	rng := rand.New(rand.NewPCG(seed, 0x10c5))
-	lr := &logRing{batches: make([]plog.Logs, n)}
-	lr.n = n
-	lr.slot = make([]int64, n)
-	for i := range lr.batches {
-		lr.batches[i] = buildLogBatch(rng, baseTime+int64(i)*slotNanos)
-		lr.slot[i] = int64(i)
-	}
+	lr := &logRing{}
+	lr.ring, lr.batches = newRing(n, func(slotStart int64, _ int) plog.Logs { return buildLogBatch(rng, slotStart) })
 	lr.shift = func(i int, d pcommon.Timestamp) { shiftLogs(lr.batches[i], d) }
 	return lr
 }
@@ -284,7 +294,7 @@ func buildLogBatch(rng *rand.Rand, slotStart int64) plog.Logs {
 		recs.EnsureCapacity(perService)
 		for k := 0; k < perService; k++ {
 			r := recs.AppendEmpty()
-			ts := slotStart + int64(k*numServices+s)*(slotNanos/recordsPerBatch)
+			ts := recordTime(slotStart, s, k)
 			r.SetTimestamp(pcommon.Timestamp(ts))
 			r.SetObservedTimestamp(pcommon.Timestamp(ts + int64(time.Millisecond)))
 			sev := severities[rng.IntN(len(severities))]
@@ -327,24 +337,23 @@ func traceRingFor(k int) *traceRing { return traceRingOf(k, 1) }
 
 // traceRingOf returns the k-th trace ring whose services have instances instances each.
 func traceRingOf(k, instances int) *traceRing {
-	ringsMu.Lock()
-	defer ringsMu.Unlock()
-	r, ok := traceRings[[2]int{k, instances}]
-	if !ok {
-		r = newTraceRing(ringLen, uint64(k)+1, instances)
-		traceRings[[2]int{k, instances}] = r
-	}
-	r.reset()
-	return r
+	return cachedRing(traceRings, [2]int{k, instances}, func() *traceRing {
+		return newTraceRing(ringLen, uint64(k)+1, instances)
+	})
 }
 
 func logRingFor(k int) *logRing {
+	return cachedRing(logRings, k, func() *logRing { return newLogRing(ringLen, uint64(k)+1) })
+}
+
+// cachedRing returns the ring of rings under key, built with build the first time, reset.
+func cachedRing[K comparable, R interface{ reset() }](rings map[K]R, key K, build func() R) R {
 	ringsMu.Lock()
 	defer ringsMu.Unlock()
-	r, ok := logRings[k]
+	r, ok := rings[key]
 	if !ok {
-		r = newLogRing(ringLen, uint64(k)+1)
-		logRings[k] = r
+		r = build()
+		rings[key] = r
 	}
 	r.reset()
 	return r
