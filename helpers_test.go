@@ -266,10 +266,8 @@ func points(all []pmetric.Metrics) []point {
 						dps := m.Histogram().DataPoints()
 						for d := 0; d < dps.Len(); d++ {
 							dp := dps.At(d)
-							p := base
-							p.start, p.end = int64(dp.StartTimestamp())/s, int64(dp.Timestamp())/s
-							p.attrs = attrString(dp.Attributes())
-							p.value, p.sum, p.buckets = float64(dp.Count()), dp.Sum(), dp.BucketCounts().AsRaw()
+							p := histogramPoint(base, dp.StartTimestamp(), dp.Timestamp(), dp.Attributes(), dp.Count(), dp.Sum())
+							p.buckets = dp.BucketCounts().AsRaw()
 							out = append(out, p)
 						}
 					case pmetric.MetricTypeExponentialHistogram:
@@ -277,11 +275,7 @@ func points(all []pmetric.Metrics) []point {
 						dps := m.ExponentialHistogram().DataPoints()
 						for d := 0; d < dps.Len(); d++ {
 							dp := dps.At(d)
-							p := base
-							p.start, p.end = int64(dp.StartTimestamp())/s, int64(dp.Timestamp())/s
-							p.attrs = attrString(dp.Attributes())
-							p.value, p.sum = float64(dp.Count()), dp.Sum()
-							out = append(out, p)
+							out = append(out, histogramPoint(base, dp.StartTimestamp(), dp.Timestamp(), dp.Attributes(), dp.Count(), dp.Sum()))
 						}
 					}
 				}
@@ -289,6 +283,14 @@ func points(all []pmetric.Metrics) []point {
 		}
 	}
 	return out
+}
+
+// histogramPoint is base with a histogram data point's times, attributes, count and sum.
+func histogramPoint(base point, start, end pcommon.Timestamp, attrs pcommon.Map, count uint64, sum float64) point {
+	base.start, base.end = int64(start)/s, int64(end)/s
+	base.attrs = attrString(attrs)
+	base.value, base.sum = float64(count), sum
+	return base
 }
 
 func appendNumber(out []point, base point, dps pmetric.NumberDataPointSlice) []point {

@@ -171,23 +171,14 @@ func startCollector(t *testing.T, config, receiverAddr string) *collector {
 			t.Logf("collector output:\n%s", c.output.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitUntilUp(t, "the collector's receiver", c.done, c.output, func() bool {
 		conn, err := net.DialTimeout("tcp", receiverAddr, 200*time.Millisecond)
 		if err == nil {
 			conn.Close()
-			return c
 		}
-		select {
-		case err := <-c.done:
-			t.Fatalf("the collector exited at start: %v\n%s", err, c.output.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the collector's receiver never came up\n%s", c.output.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil
+	})
+	return c
 }
 
 // stop sends SIGTERM and waits for a clean exit.

@@ -102,3 +102,29 @@ func pastBase() (base int64, at func(s float64) int64) {
 	base = (time.Now().UnixNano()/(10*sec))*(10*sec) - 300*sec
 	return base, func(s float64) int64 { return base + int64(s*float64(sec)) }
 }
+
+// waitUntilUp polls up every 50 ms until it reports true, failing t if the process behind done exits
+// first (the exit is put back on done for whoever waits on it later) or 30 s pass; output is the
+// process's output, shown on failure.
+func waitUntilUp(t *testing.T, what string, done chan error, output *syncBuffer, up func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !up() {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("%s: the process exited at start: %v\n%s", what, err, output.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not come up within 30 s\n%s", what, output.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// windowByWindow is the connector settings of the tests that read results window by window: delta
+// points, late firings that revise, so that each point is one firing of its window.
+const windowByWindow = `
+    temporality: delta
+    late_firings: revise`

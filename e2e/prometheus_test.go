@@ -98,27 +98,16 @@ scrape_configs:
 			t.Logf("Prometheus output:\n%s", p.output.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
 	probe := &http.Client{Timeout: 2 * time.Second}
-	for {
+	waitUntilUp(t, "Prometheus", p.done, p.output, func() bool {
 		resp, err := probe.Get("http://" + p.addr + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
+		if err != nil {
+			return false
 		}
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("Prometheus exited at start: %v\n%s", err, p.output.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus was not ready within 30 s\n%s", p.output.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return p
 }
 
 // stop sends SIGTERM and waits for Prometheus to exit, killing it after 30 s.

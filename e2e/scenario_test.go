@@ -31,8 +31,7 @@ receivers:
 connectors:
   window_aggregator/c:
     window: {size: 10s}
-    temporality: delta # these tests read window by window
-    late_firings: revise
+`+windowByWindow+`
     watermark: {max_future_skew: 1m}
     allowed_lateness: 10s
     aggregations:
@@ -48,8 +47,7 @@ connectors:
 processors:
   windowaggregator/p:
     window: {size: 10s}
-    temporality: delta # these tests read window by window
-    late_firings: revise
+`+windowByWindow+`
     aggregations:
       - name: plat
         signal: spans

@@ -17,8 +17,7 @@ func storageConfig(recv int, out, dir, checkpoint string) string {
 connectors:
   window_aggregator:
     window: {size: 10s}
-    temporality: delta # these tests read window by window
-    late_firings: revise
+`+windowByWindow+`
     storage: file_storage/wa
     checkpoint: {interval: %s}
     aggregations:

@@ -403,8 +403,7 @@ func connectorWatermarkConfig(recv, telPort int, out, watermark, lateness, stora
 connectors:
   window_aggregator:
     window: {size: 2s}
-    temporality: delta # these tests read window by window
-    late_firings: revise
+`+windowByWindow+`
     watermark: %s
     allowed_lateness: %s%s
     aggregations:
@@ -738,8 +737,7 @@ func TestRestartWithStorageDuringLiveTraffic(t *testing.T) {
 func holdConfig(recv int, out, dir string, proc, hold bool) string {
 	wa := `
     window: {size: 1s}
-    temporality: delta # these tests read window by window
-    late_firings: revise
+` + windowByWindow + `
     watermark: {max_out_of_orderness: 500ms}
     allowed_lateness: 30s
     aggregations:

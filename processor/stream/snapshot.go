@@ -370,6 +370,11 @@ func decodeSketch(d *decoder, want bool) *sketch.Histogram {
 	if !present {
 		return nil
 	}
+	return readSketch(d)
+}
+
+// readSketch reads one sketch's encoding.
+func readSketch(d *decoder) *sketch.Histogram {
 	h := newSketch()
 	n, err := h.UnmarshalBinary(d.b)
 	if err != nil {
@@ -449,14 +454,7 @@ func decodeOptionalSketch(d *decoder, allowed bool) *sketch.Histogram {
 		d.fail()
 		return nil
 	}
-	h := newSketch()
-	n, err := h.UnmarshalBinary(d.b)
-	if err != nil {
-		d.fail()
-		return nil
-	}
-	d.b = d.b[n:]
-	return h
+	return readSketch(d)
 }
 
 func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
