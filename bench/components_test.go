@@ -84,8 +84,8 @@ func waConfig(o waOptions) *windowaggregator.Config {
 
 // smConfig is the span_metrics configuration: default dimensions (service.name, span.name,
 // span.kind, status.code) plus http.request.method, an exponential histogram of max_size 160 (its
-// default), delta temporality (each flush reports the spans since the previous one, like a
-// tumbling window), flushed every minute of event time by the fake clock (see harness.tick), no exemplars.
+// default), cumulative temporality (its default, and window_aggregator's: running totals per series),
+// flushed every minute of event time by the fake clock (see harness.tick), no exemplars.
 //
 // span_metrics has no percentile output: its exponential histogram is the closest thing (the
 // percentiles are computed downstream from it), so it is what the percentile variant compares with.
@@ -93,7 +93,7 @@ func smConfig() *spanmetricsconnector.Config {
 	cfg := spanmetricsconnector.NewFactory().CreateDefaultConfig().(*spanmetricsconnector.Config)
 	cfg.Dimensions = []spanmetricsconnector.Dimension{{Name: "http.request.method"}}
 	cfg.Histogram.Exponential = configoptional.Some(spanmetricsconnector.ExponentialHistogramConfig{MaxSize: 160})
-	cfg.AggregationTemporality = "AGGREGATION_TEMPORALITY_DELTA"
+	cfg.AggregationTemporality = "AGGREGATION_TEMPORALITY_CUMULATIVE"
 	cfg.MetricsFlushInterval = time.Minute
 	if err := cfg.Validate(); err != nil {
 		panic(err)
