@@ -45,6 +45,7 @@ type waOptions struct {
 	maxSeries  int
 	logs       bool
 	perSource  []string // watermark.per_source
+	delta      bool     // temporality: delta, late_firings: revise (the default is cumulative, fold)
 }
 
 // waConfig is the window_aggregator configuration of the benchmarks: 1m windows, no ticker (the
@@ -57,6 +58,9 @@ func waConfig(o waOptions) *windowaggregator.Config {
 	cfg.Watermark.MaxOutOfOrderness = o.outOfOrder
 	cfg.Watermark.PerSource = o.perSource
 	cfg.Emit.Interval = time.Hour
+	if o.delta {
+		cfg.Temporality, cfg.LateFirings = "delta", "revise"
+	}
 	if o.maxSeries > 0 {
 		cfg.MaxSeries = o.maxSeries
 	}
@@ -84,8 +88,8 @@ func waConfig(o waOptions) *windowaggregator.Config {
 
 // smConfig is the span_metrics configuration: default dimensions (service.name, span.name,
 // span.kind, status.code) plus http.request.method, an exponential histogram of max_size 160 (its
-// default), cumulative temporality (its default, and window_aggregator's: running totals per series),
-// flushed every minute of event time by the fake clock (see harness.tick), no exemplars.
+// default), delta temporality (each flush reports the spans since the previous one, like a
+// tumbling window), flushed every minute of event time by the fake clock (see harness.tick), no exemplars.
 //
 // span_metrics has no percentile output: its exponential histogram is the closest thing (the
 // percentiles are computed downstream from it), so it is what the percentile variant compares with.
@@ -93,7 +97,7 @@ func smConfig() *spanmetricsconnector.Config {
 	cfg := spanmetricsconnector.NewFactory().CreateDefaultConfig().(*spanmetricsconnector.Config)
 	cfg.Dimensions = []spanmetricsconnector.Dimension{{Name: "http.request.method"}}
 	cfg.Histogram.Exponential = configoptional.Some(spanmetricsconnector.ExponentialHistogramConfig{MaxSize: 160})
-	cfg.AggregationTemporality = "AGGREGATION_TEMPORALITY_CUMULATIVE"
+	cfg.AggregationTemporality = "AGGREGATION_TEMPORALITY_DELTA"
 	cfg.MetricsFlushInterval = time.Minute
 	if err := cfg.Validate(); err != nil {
 		panic(err)
