@@ -541,3 +541,82 @@ func checkTrueTotals(t *testing.T, prom *promServer, sent *sentTotals, col *coll
 		}
 	}
 }
+
+// A restart with storage continues every cumulative series from its saved totals and start:
+// Prometheus, scraping and remote-written, sees the true totals across it and no counter reset.
+func TestPrometheusSeesNoResetAcrossRestart(t *testing.T) {
+	skipShort(t)
+	recv, exporterPort := freePort(t), freePort(t)
+	prom := startPrometheus(t, []string{loopback(exporterPort)})
+	config := fileStorageExtension(t.TempDir()) + otlpReceiver(recv) + fmt.Sprintf(`
+connectors:
+  window_aggregator:
+    window: {size: 2s}
+    watermark: {max_out_of_orderness: 1s}
+    allowed_lateness: 6s
+    storage: file_storage/wa
+    aggregations: [{name: lat, signal: spans, group_by: [service.name], outputs: [count, sum]}]
+exporters:
+  prometheus:
+    endpoint: 127.0.0.1:%d
+    const_labels: {path: scrape}
+  prometheus_remote_write:
+    endpoint: %s
+    tls: {insecure: true}
+    external_labels: {path: remote_write}
+service:
+  extensions: [file_storage/wa]
+  telemetry: {metrics: {level: none}}
+  pipelines:
+    traces: {receivers: [otlp], exporters: [window_aggregator]}
+    metrics: {receivers: [window_aggregator], exporters: [prometheus, prometheus_remote_write]}
+`, exporterPort, prom.remoteWriteURL())
+	const timeout = 30 * time.Second
+	base := (time.Now().UnixNano()/(2*sec))*(2*sec) - 60*sec
+	at := func(s float64) int64 { return base + int64(s*float64(sec)) }
+	sent := newSentTotals()
+	a := func(s, ms float64) span { return span{"a", "/x", at(s), ms} }
+	b := func(s, ms float64) span { return span{"b", "/x", at(s), ms} }
+	// firedAt waits until a's remote-written point at B+end is in Prometheus.
+	firedAt := func(end float64) {
+		t.Helper()
+		want := float64(at(end)) / 1e9
+		prom.waitQuery(t, timeout, `timestamp(lat_count_total{service_name="a", path="remote_write"})`, func(got []promResult) error {
+			if len(got) != 1 || got[0].value < want-1e-3 {
+				return fmt.Errorf("%s, want a point at B+%v", formatResults(got), end)
+			}
+			return nil
+		})
+	}
+
+	col, c := runCollector(t, recv, config)
+	for _, batch := range [][]span{{a(0.2, 5), a(0.6, 30), b(0.4, 200)}, {a(2.5, 70)}, {a(5.1, 120)}} { // W = B+4.1
+		sent.add(batch...)
+		sendAll(t, c, spans(batch...))
+	}
+	firedAt(4)
+	col.stop(t) // saves the series' totals; [4,6) is open
+
+	col, c = runCollector(t, recv, config)
+	for _, batch := range [][]span{{b(5.5, 800), a(7.2, 8)}, {a(8.5, 40)}} { // W = B+7.5
+		sent.add(batch...)
+		sendAll(t, c, spans(batch...))
+	}
+	sendAll(t, c, spans(span{"flush", "/x", at(11.5), 5})) // W = B+10.5: ends 6, 8 and 10 pass
+	firedAt(10)
+
+	for _, path := range []string{"scrape", "remote_write"} {
+		sel := fmt.Sprintf(`{path=%q, service_name!="flush"}`, path)
+		prom.waitQuery(t, timeout, "lat_count_total"+sel, equalBy(byService, sent.count))
+		prom.waitQuery(t, timeout, "lat_sum_milliseconds_total"+sel, equalBy(byService, sent.sum))
+		for _, metric := range []string{"lat_count_total", "lat_sum_milliseconds_total"} {
+			if err := allZero(prom.mustQuery(t, fmt.Sprintf("resets(%s%s[10m])", metric, sel))); err != nil {
+				t.Errorf("path %s: resets(%s) across the restart: %v", path, metric, err)
+			}
+		}
+	}
+	// A point at every window end, 2 to 10, before and after the restart, and none twice.
+	prom.waitQuery(t, timeout, `count_over_time(lat_count_total{path="remote_write"}[10m])`,
+		equalBy(byService, map[string]float64{"a": 5, "b": 5}))
+	col.stop(t)
+}
