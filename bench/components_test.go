@@ -46,7 +46,11 @@ type waOptions struct {
 	logs       bool
 	perSource  []string // watermark.per_source
 	delta      bool     // temporality: delta, late_firings: revise (the default is cumulative, fold)
+	explicit   []any    // histogram.explicit.buckets; nil: the exponential histogram
 }
+
+// explicitBuckets are span_metrics' default explicit bounds, as durations.
+var explicitBuckets = []any{"2ms", "4ms", "6ms", "8ms", "10ms", "50ms", "100ms", "200ms", "400ms", "800ms", "1s", "1400ms", "2s", "5s", "10s", "15s"}
 
 // waConfig is the window_aggregator configuration of the benchmarks: 1m windows, no ticker (the
 // results are emitted synchronously inside ConsumeTraces when the watermark passes a window end).
@@ -79,6 +83,10 @@ func waConfig(o waOptions) *windowaggregator.Config {
 			GroupBy: spanGroupBy,
 			Outputs: o.outputs,
 		}}
+		if o.explicit != nil {
+			cfg.Aggregations[0].Histogram = &windowaggregator.HistogramConfig{
+				Explicit: &windowaggregator.ExplicitHistogramConfig{Buckets: o.explicit}}
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		panic(err)

@@ -26,6 +26,11 @@ import (
 //     (target >= 4);
 //   - pair=sliding_vs_tumbling (window_aggregator, 1m/15s vs 1m): x_tumbling = sliding ns/span ÷
 //     tumbling ns/span (target <= 1.25);
+//   - pair=cumulative_vs_delta (window_aggregator at its default, cumulative with late records
+//     folded, vs delta with late firings that revise): x_delta = cumulative ns/span ÷ delta ns/span
+//     (target <= 1.10);
+//   - pair=explicit_vs_exponential ([count, sum, histogram] only: explicit buckets, span_metrics'
+//     default bounds, vs the exponential histogram): x_exponential = explicit ns/span ÷ exponential;
 //   - pair=per_source_vs_global (window_aggregator, watermark.per_source [service.instance.id] vs no
 //     per_source, on batches whose 10 services have 2 instances each taking turns batch by batch: 20
 //     sources; turns of 60 batches): x_global = per_source ns/span ÷ global ns/span (target <= 1.05);
@@ -55,6 +60,24 @@ func BenchmarkPaired(b *testing.B) {
 				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
 				b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_tumbling")
 			})
+			b.Run("pair=cumulative_vs_delta", func(b *testing.B) {
+				sides := []side{
+					{name: "delta", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs, delta: true}), nil)},
+					{name: "cumulative", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
+				}
+				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
+				b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_delta")
+			})
+			if outputsName(outputs) == outputsName(outputsSumHist) {
+				b.Run("pair=explicit_vs_exponential", func(b *testing.B) {
+					sides := []side{
+						{name: "exponential", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
+						{name: "explicit", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs, explicit: explicitBuckets}), nil)},
+					}
+					runPaired(b, traceRingFor(0), sides, slotsPerMinute)
+					b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_exponential")
+				})
+			}
 			b.Run("pair=per_source_vs_global", func(b *testing.B) { runPairedPerSource(b, outputs) })
 			if outputsName(outputs) == outputsName(outputsPercentile) {
 				b.Run("pair=procs2_vs_procs1", runPairedProcs)
