@@ -279,6 +279,12 @@ func TestLogsWithNumericAttributeAndSeverity(t *testing.T) {
 		t.Fatalf("the log without timestamps should be routed: %d routed", h.lateLogs.LogRecordCount())
 	}
 	wantCounter(t, h.tel, "otelcol_window_aggregator_values_missing", map[string]string{"reason": "not_numeric"}, 1)
+	// Without size: the invalid log and the one at 10, of which only the one at 10 was aggregated.
+	wantCounter(t, h.tel, "otelcol_window_aggregator_values_missing", map[string]string{"reason": "missing"}, 1)
+	// An expired record (W = 10, lateness 0) is late data: its missing value is not counted.
+	h.sendLogs(logs(logSpec{service: "a", ts: 3, severity: "INFO"}, logSpec{service: "a", ts: 4, severity: "INFO", attrs: map[string]any{"size": "big"}}))
+	wantCounter(t, h.tel, "otelcol_window_aggregator_values_missing", map[string]string{"reason": "missing"}, 1)
+	wantCounter(t, h.tel, "otelcol_window_aggregator_values_missing", map[string]string{"reason": "not_numeric"}, 1)
 }
 
 func TestDropActionCountsAndDropsLateData(t *testing.T) {

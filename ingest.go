@@ -43,6 +43,13 @@ func (o outcome) late() bool {
 	return ok && !v.Aggregated()
 }
 
+// missingValue is a record staged without a value for one aggregation, and why; it is counted once
+// the record turns out aggregated.
+type missingValue struct {
+	rec    int32
+	reason valueReason
+}
+
 // scratch is what one ingest call reuses: the series-key buffer, the record view with its cache, the
 // outcome of each record, the watermark each expired record was judged by, the source-key buffer,
 // and the run itself.
@@ -51,6 +58,7 @@ type scratch struct {
 	view      recordView
 	state     []outcome
 	judgedBy  []int64 // by record; filled only once a record of the call has expired
+	missing   []missingValue
 	sourceKey []byte
 	run       ingestRun
 }
@@ -65,6 +73,7 @@ func (sc *scratch) release() {
 	sc.view.attrs = pcommon.Map{}
 	sc.state = sc.state[:0]
 	sc.judgedBy = sc.judgedBy[:0]
+	sc.missing = sc.missing[:0]
 	sc.run = ingestRun{}
 	scratchPool.Put(sc)
 }
@@ -136,7 +145,9 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 			}
 		}
 		v, why := a.value(r, start, end)
-		run.tl.values[why]++ // values[valueOK] is counted and never reported
+		if why != valueOK {
+			run.sc.missing = append(run.sc.missing, missingValue{rec.Tag, why})
+		}
 		if a.buildKey(kb, r) {
 			run.tl.truncated++
 		}
@@ -163,6 +174,11 @@ func (run *ingestRun) apply() {
 		}
 	})
 	tl := &run.tl
+	for _, m := range sc.missing {
+		if v, ok := state[m.rec].verdict(); ok && v.Aggregated() {
+			tl.values[m.reason]++ // values_missing counts aggregated records only
+		}
+	}
 	for _, st := range state {
 		v, matched := st.verdict()
 		switch {
