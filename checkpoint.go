@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -15,24 +16,33 @@ import (
 
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
 // aggregation names it was taken with, the engine snapshot (watermark, open windows, fired results
-// not yet collected) and the result batches kept for retry.
+// not yet collected), the result batches kept for retry, and (from version 2) a CRC-32C of all that
+// before it, so that any damage of up to 32 bits in a row, and most other damage, is detected.
 const (
 	checkpointKey     = "window_aggregator.state"
 	checkpointMagic   = "WACP"
-	checkpointVersion = 1
+	checkpointVersion = 2
 )
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
 // checkpointer saves and restores the shared state through a storage extension.
 type checkpointer struct {
 	s      *shared
 	mu     sync.Mutex
 	client storage.Client
+	// ext is the storage extension; while client is nil after a failed open, each save tries to
+	// open it again.
+	ext storage.Extension
 }
 
 func newCheckpointer(s *shared) *checkpointer { return &checkpointer{s: s} }
 
 // start opens the storage client and restores the last checkpoint. A checkpoint that cannot be read is
-// logged and counted, and the component starts clean; a storage extension that is missing fails start.
+// logged and counted, and the component starts clean. A storage extension that is missing or of
+// another kind fails start (a configuration error); one whose client cannot be opened (a damaged
+// file, say) is logged and counted, and the component runs without durable state, trying again at
+// each checkpoint.
 func (c *checkpointer) start(ctx context.Context, host component.Host) error {
 	id := *c.s.cfg.Storage
 	ext, ok := host.GetExtensions()[id]
@@ -43,15 +53,40 @@ func (c *checkpointer) start(ctx context.Context, host component.Host) error {
 	if !ok {
 		return fmt.Errorf("storage: extension %q is not a storage extension", id)
 	}
-	client, err := se.GetClient(ctx, component.KindProcessor, c.s.id, "")
-	if err != nil {
-		return fmt.Errorf("storage: opening a client of %q: %w", id, err)
-	}
 	c.mu.Lock()
-	c.client = client
+	c.ext = se
+	opened := c.open(ctx)
 	c.mu.Unlock()
-	c.restore(ctx)
+	if opened {
+		c.restore(ctx)
+	}
 	return nil
+}
+
+// open opens the storage client (under mu), and reports whether it did; a failure, or a panic of the
+// storage's own code on a damaged file, is logged and counted.
+func (c *checkpointer) open(ctx context.Context) (ok bool) {
+	id := *c.s.cfg.Storage
+	defer func() {
+		if p := recover(); p != nil {
+			c.openFailed(ctx, fmt.Errorf("panic: %v", p))
+			ok = false
+		}
+	}()
+	client, err := c.ext.GetClient(ctx, component.KindProcessor, c.s.id, "")
+	if err != nil {
+		c.openFailed(ctx, err)
+		return false
+	}
+	c.client = client
+	c.s.logger.Info("Opened the storage for window state checkpoints", zap.String("storage", id.String()))
+	return true
+}
+
+func (c *checkpointer) openFailed(ctx context.Context, err error) {
+	c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("open_failed"))
+	c.s.logger.Error("Cannot open the storage for window state checkpoints; running without durable state, trying again at each checkpoint",
+		zap.String("storage", c.s.cfg.Storage.String()), zap.Error(err))
 }
 
 func (c *checkpointer) restore(ctx context.Context) {
@@ -62,8 +97,9 @@ func (c *checkpointer) restore(ctx context.Context) {
 		s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
 		s.logger.Error("Cannot read the window state checkpoint; starting with empty windows", zap.Error(err))
 		return
-	case data == nil:
+	case len(data) == 0:
 		s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("empty"))
+		s.logger.Info("No window state checkpoint in storage; starting with empty windows", zap.Bool("zero_length_value", data != nil))
 		return
 	}
 	if err := c.decode(data); err != nil {
@@ -132,18 +168,29 @@ func (c *checkpointer) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(len(raw)))
 		b = append(b, raw...)
 	}
-	return b
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32c))
 }
 
-var errCheckpointCorrupt = errors.New("checkpoint is truncated or corrupt")
+var (
+	errCheckpointCorrupt  = errors.New("checkpoint is truncated or corrupt")
+	errCheckpointChecksum = errors.New("checkpoint is damaged: its checksum does not match")
+)
 
 func (c *checkpointer) decode(b []byte) error {
 	s := c.s
 	if len(b) < len(checkpointMagic)+1 || string(b[:len(checkpointMagic)]) != checkpointMagic {
 		return errCheckpointCorrupt
 	}
-	if v := b[len(checkpointMagic)]; v != checkpointVersion {
-		return fmt.Errorf("checkpoint format version %d, this build reads version %d", v, checkpointVersion)
+	switch v := b[len(checkpointMagic)]; v {
+	case 1: // before checksums: read as it is
+	case checkpointVersion:
+		n := len(b) - 4
+		if n < len(checkpointMagic)+1 || binary.LittleEndian.Uint32(b[n:]) != crc32.Checksum(b[:n], crc32c) {
+			return errCheckpointChecksum
+		}
+		b = b[:n]
+	default:
+		return fmt.Errorf("checkpoint format version %d, this build reads versions 1 and %d", v, checkpointVersion)
 	}
 	b = b[len(checkpointMagic)+1:]
 	next := func() ([]byte, bool) {
@@ -214,7 +261,7 @@ func (c *checkpointer) decode(b []byte) error {
 func (c *checkpointer) save(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.client == nil {
+	if c.client == nil && (c.ext == nil || !c.open(ctx)) {
 		return
 	}
 	data := c.encode()
@@ -229,6 +276,7 @@ func (c *checkpointer) save(ctx context.Context) {
 func (c *checkpointer) shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.ext = nil // no more opens
 	if c.client == nil {
 		return nil
 	}

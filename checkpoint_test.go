@@ -23,9 +23,20 @@ type memStorage struct {
 	data    map[string][]byte
 	failGet error
 	failSet error
+	// failOpen fails GetClient; panicOpen makes it panic, as a storage library may on a damaged file.
+	failOpen  error
+	panicOpen bool
 }
 
 func (m *memStorage) GetClient(context.Context, component.Kind, component.ID, string) (storage.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.panicOpen {
+		panic("invalid page type: 0: 4")
+	}
+	if m.failOpen != nil {
+		return nil, m.failOpen
+	}
 	return m, nil
 }
 func (m *memStorage) Get(_ context.Context, k string) ([]byte, error) {

@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -145,4 +147,41 @@ func modifiedAfter(dir string, t time.Time) bool {
 		return nil
 	})
 	return found
+}
+
+// A damaged file_storage file (garbage, a truncated one) does not stop the collector: it logs the
+// storage it cannot open, runs without durable state and aggregates.
+func TestDamagedStorageFileDoesNotStopTheCollector(t *testing.T) {
+	skipShort(t)
+	for _, damage := range []struct {
+		name string
+		do   func(path string) error
+	}{
+		{"garbage", func(path string) error { return os.WriteFile(path, bytes.Repeat([]byte("not a bolt database "), 400), 0o600) }},
+		{"truncated", func(path string) error { return os.Truncate(path, 4096) }},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			base, at := pastBase()
+			r := &storageRun{t: t, out: startServer(t), dir: t.TempDir(), recv: freePort(t)}
+			col, c := r.start("1h")
+			sendAll(t, c, spans(span{"a", "/x", at(1), 10}))
+			col.stop(t) // the storage file now holds a checkpoint
+			files, err := os.ReadDir(r.dir)
+			if err != nil || len(files) == 0 {
+				t.Fatalf("no storage file in %s: %v", r.dir, err)
+			}
+			for _, f := range files {
+				if err := damage.do(filepath.Join(r.dir, f.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			col, c = r.start("1h")
+			sendAll(t, c, spans(span{"a", "/x", at(2), 20}), spans(span{"a", "/x", at(12), 1}))
+			wantPoints(t, r.out, base, "lat.count", "", 0, 1) // the span after the restart; the saved one is lost
+			col.stop(t)
+			if out := col.output.String(); !strings.Contains(out, "Cannot open the storage for window state checkpoints") {
+				t.Fatalf("the collector did not log the storage it cannot open:\n%s", out)
+			}
+		})
+	}
 }

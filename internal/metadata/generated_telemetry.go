@@ -224,7 +224,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorCheckpoints, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_checkpoints",
-		metric.WithDescription("Checkpoints to and restores from storage, by outcome (saved, save_failed, restored, restore_failed, empty). [Alpha]"),
+		metric.WithDescription("Checkpoints to and restores from storage, by outcome (saved, save_failed, restored, restore_failed, empty, open_failed). [Alpha]"),
 		metric.WithUnit("{checkpoint}"),
 	)
 	errs = errors.Join(errs, err)

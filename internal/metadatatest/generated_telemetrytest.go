@@ -38,7 +38,7 @@ func AssertEqualWindowAggregatorActiveSeries(t *testing.T, tt *componenttest.Tel
 func AssertEqualWindowAggregatorCheckpoints(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_checkpoints",
-		Description: "Checkpoints to and restores from storage, by outcome (saved, save_failed, restored, restore_failed, empty). [Alpha]",
+		Description: "Checkpoints to and restores from storage, by outcome (saved, save_failed, restored, restore_failed, empty, open_failed). [Alpha]",
 		Unit:        "{checkpoint}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -1,0 +1,120 @@
+package windowaggregator
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+// A small checkpoint of one open window, from a run with storage.
+func smallCheckpoint(t *testing.T) []byte {
+	t.Helper()
+	st := &memStorage{data: map[string][]byte{}}
+	runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
+	data := st.data[checkpointKey]
+	if len(data) == 0 {
+		t.Fatal("no checkpoint saved")
+	}
+	return data
+}
+
+// restoreOutcome starts a connector on a storage holding data, sends a span into the window the
+// checkpoint holds and one that closes it, and returns the count of that window and the restored and
+// restore_failed counters.
+func restoreOutcome(t *testing.T, data []byte) (count float64, restored, failed int64) {
+	t.Helper()
+	st := &memStorage{data: map[string][]byte{checkpointKey: data}}
+	ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 2, ms: 10}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
+	for _, p := range find(ps, "lat.count", attrsAX) {
+		if p.start == 0 {
+			count = p.value
+		}
+	}
+	return count, counterValue(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restored"}),
+		counterValue(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restore_failed"})
+}
+
+// Every single-bit flip of a checkpoint, every truncation, garbage and another version are detected:
+// the state is discarded (the window counts the one span sent after the start, not the saved one
+// too), counted as restore_failed, and the component runs.
+func TestDamagedCheckpointIsNeverRestored(t *testing.T) {
+	useFakeClock(t)
+	good := smallCheckpoint(t)
+	if count, restored, _ := restoreOutcome(t, good); count != 2 || restored != 1 {
+		t.Fatalf("the undamaged checkpoint: count %v, restored %d; want 2 and 1", count, restored)
+	}
+	check := func(what string, data []byte) {
+		t.Helper()
+		count, restored, failed := restoreOutcome(t, data)
+		if count != 1 || restored != 0 || failed != 1 {
+			t.Fatalf("%s: count %v, restored %d, restore_failed %d; want 1, 0, 1", what, count, restored, failed)
+		}
+	}
+	for i := range good {
+		for bit := range 8 {
+			d := append([]byte(nil), good...)
+			d[i] ^= 1 << bit
+			check("bit "+itoa(bit)+" of byte "+itoa(i), d)
+		}
+	}
+	for n := 1; n < len(good); n++ {
+		check("truncated to "+itoa(n)+" bytes", good[:n])
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 50 {
+		g := make([]byte, rng.IntN(2*len(good))+1)
+		for i := range g {
+			g[i] = byte(rng.Uint32())
+		}
+		check("garbage", g)
+	}
+	other := append([]byte(nil), good...)
+	other[len(checkpointMagic)] = checkpointVersion + 1
+	check("another version", other)
+	t.Logf("%d-byte checkpoint: %d bit flips, %d truncations, 50 garbage values, another version refused", len(good), 8*len(good), len(good)-1)
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// A storage whose client cannot be opened, or whose library panics opening it (bbolt on a damaged
+// file), does not stop the component: it runs without durable state, counts open_failed, and saves
+// once the storage opens at a later checkpoint (here, the one at shutdown).
+func TestStorageThatCannotOpenDoesNotStopTheComponent(t *testing.T) {
+	for name, st := range map[string]*memStorage{
+		"error": {data: map[string][]byte{}, failOpen: errors.New("invalid database")},
+		"panic": {data: map[string][]byte{}, panicOpen: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			useFakeClock(t)
+			cfg := latencyConfig()
+			ps, tel := runStorageEach(t, cfg, st, func(b []spanSpec) {
+				if b[0].end > 10 { // before the second batch the storage is mended
+					st.mu.Lock()
+					st.failOpen, st.panicOpen = nil, false
+					st.mu.Unlock()
+				}
+			}, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
+			wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 1) // it aggregated
+			wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "open_failed"}, 1)
+			wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "saved"}, 1)
+			if len(st.data[checkpointKey]) == 0 {
+				t.Fatal("no checkpoint once the storage opened")
+			}
+		})
+	}
+}
+
+// An empty value (a zero-length checkpoint file) is empty storage, counted as such.
+func TestEmptyCheckpointStartsClean(t *testing.T) {
+	useFakeClock(t)
+	count, restored, failed := restoreOutcome(t, []byte{})
+	if count != 1 || restored != 0 || failed != 0 {
+		t.Fatalf("count %v, restored %d, restore_failed %d; want 1, 0, 0", count, restored, failed)
+	}
+}
