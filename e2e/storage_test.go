@@ -157,7 +157,9 @@ func TestDamagedStorageFileDoesNotStopTheCollector(t *testing.T) {
 		name string
 		do   func(path string) error
 	}{
-		{"garbage", func(path string) error { return os.WriteFile(path, bytes.Repeat([]byte("not a bolt database "), 400), 0o600) }},
+		{"garbage", func(path string) error {
+			return os.WriteFile(path, bytes.Repeat([]byte("not a bolt database "), 400), 0o600)
+		}},
 		{"truncated", func(path string) error { return os.Truncate(path, 4096) }},
 	} {
 		t.Run(damage.name, func(t *testing.T) {
