@@ -68,8 +68,12 @@ type LateDataConfig struct {
 type EmitConfig struct {
 	// Interval is the ticker that applies the idle rule and sends late firings and retries.
 	Interval time.Duration `mapstructure:"interval"`
-	// MaxPending bounds the result batches kept for retry while the metrics consumer fails.
-	MaxPending int `mapstructure:"max_pending"`
+	// MaxPendingPoints bounds the result data points kept for retry while the metrics consumer
+	// fails; past it the oldest are dropped.
+	MaxPendingPoints int `mapstructure:"max_pending_points"`
+	// MaxPointsPerSend bounds the data points of one request to the metrics consumer: a backlog goes
+	// out in requests of at most this many.
+	MaxPointsPerSend int `mapstructure:"max_points_per_send"`
 }
 
 // CheckpointConfig governs the periodic checkpoint to `storage` (not in the contract).
@@ -156,7 +160,7 @@ func createDefaultConfig() component.Config {
 		LateData:    LateDataConfig{Action: actionRoute},
 		Temporality: temporalityCumulative, LateFirings: lateFold, SeriesExpiration: 5 * time.Minute,
 		MaxSeries:  10000,
-		Emit:       EmitConfig{Interval: time.Second, MaxPending: 100},
+		Emit:       EmitConfig{Interval: time.Second, MaxPendingPoints: 100000, MaxPointsPerSend: 2000},
 		Checkpoint: CheckpointConfig{Interval: 30 * time.Second},
 	}
 }
@@ -212,8 +216,11 @@ func (c *Config) Validate() error {
 	if c.Emit.Interval <= 0 {
 		bad("emit.interval", "must be > 0, got %s", c.Emit.Interval)
 	}
-	if c.Emit.MaxPending <= 0 {
-		bad("emit.max_pending", "must be > 0, got %d", c.Emit.MaxPending)
+	if c.Emit.MaxPointsPerSend <= 0 {
+		bad("emit.max_points_per_send", "must be > 0, got %d", c.Emit.MaxPointsPerSend)
+	}
+	if c.Emit.MaxPendingPoints < c.Emit.MaxPointsPerSend {
+		bad("emit.max_pending_points", "must be at least emit.max_points_per_send (%d), got %d", c.Emit.MaxPointsPerSend, c.Emit.MaxPendingPoints)
 	}
 	if a := c.LateData.Action; a != actionRoute && a != actionDrop {
 		bad("late_data.action", "must be %q or %q, got %q", actionRoute, actionDrop, a)

@@ -108,6 +108,7 @@ var invalidConfigs = map[string][]string{
 	"value_output_without_value":         {"outputs", `"p99" needs a value`},
 	"duplicate_output":                   {"outputs", "twice"},
 	"bad_emit_interval":                  {"emit.interval", "> 0"},
+	"pending_below_one_send":             {"emit.max_pending_points", "at least emit.max_points_per_send (500), got 100"},
 	"bad_histogram_max_size":             {"aggregations[0] (a).histogram.exponential.max_size", "between 2 and 4096"},
 	"histogram_without_histogram_output": {"aggregations[0] (a).histogram", "histogram output only"},
 	"both_histograms":                    {"aggregations[0] (a).histogram", "not both"},

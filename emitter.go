@@ -37,14 +37,16 @@ type pendingBatch struct {
 	points int
 }
 
-// emitter takes results out of the engine, turns them into pdata and sends them to the sinks, keeping
-// those that failed with a retryable error for the next flush, up to emit.max_pending batches.
+// emitter takes results out of the engine, turns them into pdata and sends them to the sinks in
+// requests of at most emit.max_points_per_send data points, keeping those that failed with a
+// retryable error for the next flush, up to emit.max_pending_points data points.
 type emitter struct {
-	mu       sync.Mutex
-	s        *shared
-	builders [2]*metricsBuilder // per input signal of the aggregation
-	queue    []pendingBatch
-	queued   atomic.Int64 // len(queue), for the telemetry callback, which must not wait for mu
+	mu           sync.Mutex
+	s            *shared
+	builders     [2]*metricsBuilder // per input signal of the aggregation
+	queue        []pendingBatch
+	queuedPoints int          // of the batches in queue
+	queued       atomic.Int64 // len(queue), for the telemetry callback, which must not wait for mu
 	// warnedNoOutput: results were dropped because every metrics output had stopped, and logged once
 	warnedNoOutput bool
 }
@@ -91,7 +93,7 @@ func (em *emitter) add(r *stream.Result) {
 func (em *emitter) sendLocked(ctx context.Context) {
 	s := em.s
 	queue := em.queue
-	em.queue = nil
+	em.queue, em.queuedPoints = nil, 0
 	for _, p := range queue {
 		em.send(ctx, p.to, p.md, p.points)
 	}
@@ -132,7 +134,8 @@ func (em *emitter) sendLocked(ctx context.Context) {
 	em.queued.Store(int64(len(em.queue)))
 }
 
-// send delivers one batch, queueing it on a retryable error.
+// send delivers one batch, in requests of at most emit.max_points_per_send data points (and
+// maxSendBytes); after a retryable error the request that failed and those after it are queued.
 func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, points int) {
 	s := em.s
 	if to.stopped {
@@ -143,31 +146,62 @@ func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, point
 		s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(points), reasonAttr("shutdown"))
 		return
 	}
-	err := to.next.ConsumeMetrics(ctx, md)
-	if err == nil {
+	parts := requestParts(md, points, s.cfg.Emit.MaxPointsPerSend)
+	for i, part := range parts {
+		n := points
+		if len(parts) > 1 {
+			n = part.DataPointCount()
+		}
+		err := to.next.ConsumeMetrics(ctx, part)
+		if err == nil {
+			continue
+		}
+		if consumererror.IsPermanent(err) {
+			s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("permanent"))
+			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(n), reasonAttr("permanent_error"))
+			s.logger.Error("Dropping window results: the metrics consumer rejected them permanently", zap.Int("data_points", n), zap.Error(err))
+			continue
+		}
+		s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("retryable"))
+		kept := 0
+		for _, rest := range parts[i:] {
+			m := n
+			if len(parts) > 1 {
+				m = rest.DataPointCount()
+			}
+			em.enqueue(ctx, to, rest, m)
+			kept += m
+		}
+		s.logger.Warn("Window results not delivered; keeping them for the next flush", zap.Int("data_points", kept), zap.Error(err))
 		return
 	}
-	if consumererror.IsPermanent(err) {
-		s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("permanent"))
-		s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(points), reasonAttr("permanent_error"))
-		s.logger.Error("Dropping window results: the metrics consumer rejected them permanently", zap.Int("data_points", points), zap.Error(err))
-		return
-	}
-	s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("retryable"))
-	em.enqueue(ctx, to, md, points)
-	s.logger.Warn("Window results not delivered; keeping them for the next flush", zap.Int("data_points", points), zap.Error(err))
 }
 
-// enqueue keeps a batch for retry, dropping (and counting) the oldest past emit.max_pending.
+// enqueue keeps a batch for retry, in parts of at most emit.max_points_per_send data points,
+// dropping (and counting) the oldest past emit.max_pending_points.
 func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, points int) {
 	s := em.s
-	if len(em.queue) >= s.cfg.Emit.MaxPending {
-		oldest := em.queue[0]
-		em.queue = em.queue[1:]
-		s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(oldest.points), reasonAttr("queue_full"))
-		s.logger.Warn("Dropping the oldest window results kept for retry: emit.max_pending reached", zap.Int("data_points", oldest.points))
+	parts := splitMetrics(md, points, s.cfg.Emit.MaxPointsPerSend)
+	for _, part := range parts {
+		n := points
+		if len(parts) > 1 {
+			n = part.DataPointCount()
+		}
+		dropped := 0
+		for len(em.queue) > 0 && em.queuedPoints+n > s.cfg.Emit.MaxPendingPoints {
+			oldest := em.queue[0]
+			em.queue[0] = pendingBatch{}
+			em.queue = em.queue[1:]
+			em.queuedPoints -= oldest.points
+			dropped += oldest.points
+		}
+		if dropped > 0 {
+			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(dropped), reasonAttr("queue_full"))
+			s.logger.Warn("Dropping the oldest window results kept for retry: emit.max_pending_points reached", zap.Int("data_points", dropped))
+		}
+		em.queue = append(em.queue, pendingBatch{to: to, md: part, points: n})
+		em.queuedPoints += n
 	}
-	em.queue = append(em.queue, pendingBatch{to: to, md: md, points: points})
 	em.queued.Store(int64(len(em.queue)))
 }
 
@@ -176,15 +210,19 @@ func (em *emitter) stopSink(ctx context.Context, to *sink) {
 	em.mu.Lock()
 	defer em.mu.Unlock()
 	queue := em.queue
-	em.queue = nil
+	em.queue, em.queuedPoints = nil, 0
+	keep := func(p pendingBatch) {
+		em.queue = append(em.queue, p)
+		em.queuedPoints += p.points
+	}
 	for _, p := range queue {
 		if p.to != to {
-			em.queue = append(em.queue, p)
+			keep(p)
 			continue
 		}
 		if err := to.next.ConsumeMetrics(ctx, p.md); err != nil {
 			if em.s.storage != nil {
-				em.queue = append(em.queue, p) // saved with the checkpoint, sent after the next start
+				keep(p) // saved with the checkpoint, sent after the next start
 				continue
 			}
 			em.s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reasonAttr("shutdown"))

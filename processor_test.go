@@ -85,14 +85,14 @@ func TestRetryableEmitErrorKeepsResultsUntilTheConsumerRecovers(t *testing.T) {
 	useFakeClock(t)
 	next := &flakyMetrics{err: errors.New("backend down")}
 	cfg := latencyConfig()
-	cfg.Emit.MaxPending = 2
+	cfg.Emit.MaxPendingPoints, cfg.Emit.MaxPointsPerSend = 14, 7 // two windows' 7 points; one request each
 	h := newConnectorHarnessTo(t, cfg, next)
 	for i := range 4 { // each batch fires one window: 4 result batches, 2 kept
 		h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: float64(10*i + 1), ms: 1}, spanSpec{service: "a", name: "/x", end: float64(10*i + 10), ms: 1}))
 	}
 	st := lookup(t)
 	if n := st.emitter.pendingBatches(); n != 2 {
-		t.Fatalf("%d batches pending, want emit.max_pending = 2", n)
+		t.Fatalf("%d batches pending, want the 2 that emit.max_pending_points = 14 holds", n)
 	}
 	next.setErr(nil)
 	st.emitter.emit(context.Background(), false)
