@@ -262,6 +262,7 @@ func TestQueuedResultsOfAStoppedOutputOutliveTheOtherOutputsFlushes(t *testing.T
 	tracesOut.setErr(nil)                                                                      // up again, but its instance has shut down: nothing may be sent to it
 	must(t, lc.ConsumeLogs(ctx, logs(logSpec{service: "a", ts: 12})))
 	must(t, lc.ConsumeLogs(ctx, logs(logSpec{service: "a", ts: 25}))) // [10,20) fires: a flush that retries the queue
+	settleAll(t)
 	if got := find(points(logsOut.sink.AllMetrics()), "logn.count", "service.name=a(Str)"); len(got) == 0 {
 		t.Fatal("the logs output got no window before its shutdown: no flush ran while the traces output was stopped")
 	}

@@ -2,8 +2,10 @@ package windowaggregator
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -28,6 +30,9 @@ type sink struct {
 	next    consumer.Metrics
 	input   int
 	stopped bool // its instance has shut down: send nothing more; written under emitter.mu and shared.mu
+	// After a retryable failure: how long its next delivery waits, and until when (under sendMu).
+	backoff time.Duration
+	retryAt time.Time
 }
 
 // pendingBatch is a result batch kept for retry after its sink failed.
@@ -37,9 +42,12 @@ type pendingBatch struct {
 	points int
 }
 
-// emitter takes results out of the engine, turns them into pdata and sends them to the sinks in
-// requests of at most emit.max_points_per_send data points, keeping those that failed with a
-// retryable error for the next flush, up to emit.max_pending_points data points.
+// emitter takes results out of the engine, turns them into pdata and queues them for the sinks,
+// within emit.max_pending_points data points, in requests of at most emit.max_points_per_send data
+// points; a delivery sends the queue, outside the lock that collecting takes, so that a slow or
+// stalled consumer delays results and never the collection, nor the ingest path, which only asks for
+// a collection (poke). A request that fails with a retryable error stays at the head of the queue
+// and is tried again after a backoff.
 type emitter struct {
 	mu           sync.Mutex
 	s            *shared
@@ -49,54 +57,81 @@ type emitter struct {
 	queued       atomic.Int64 // len(queue), for the telemetry callback, which must not wait for mu
 	// warnedNoOutput: results were dropped because every metrics output had stopped, and logged once
 	warnedNoOutput bool
+
+	// sendMu is held by whoever delivers: one delivery at a time, taken before mu.
+	sendMu sync.Mutex
+	// inFlight is the request being sent (under mu): the bound drops others, not it.
+	inFlight    pmetric.Metrics
+	hasInFlight bool
+
+	wake    chan struct{} // a collection is due (ingest); capacity 1
+	deliver chan struct{} // the queue has work for the delivery goroutine; capacity 1
+}
+
+const maxBackoff = 30 * time.Second
+
+func newEmitter(s *shared) *emitter {
+	return &emitter{s: s, wake: make(chan struct{}, 1), deliver: make(chan struct{}, 1)}
 }
 
 func (em *emitter) pendingBatches() int { return int(em.queued.Load()) }
 
-// emit collects what the engine has fired and sends it. From the ingest path it gives way (returns at
-// once) when another emission is under way; the ticker and shutdown wait.
-func (em *emitter) emit(ctx context.Context, fromIngest bool) {
-	if fromIngest {
-		if !em.mu.TryLock() {
-			return
-		}
-	} else {
-		em.mu.Lock()
+// poke asks the component's goroutine for a collection, without waiting: the ingest path.
+func (em *emitter) poke() {
+	select {
+	case em.wake <- struct{}{}:
+	default:
 	}
-	defer em.mu.Unlock()
-	em.s.engine.Collect(em.s.engine.Now(), em.add)
-	em.sendLocked(ctx)
 }
 
-// fireAll fires every open window as it stands and sends the results: shutdown without storage.
+// emit collects what the engine has fired and delivers it; force tries a request in backoff too.
+func (em *emitter) emit(ctx context.Context, force bool) {
+	em.collect(ctx)
+	em.send(ctx, force, true)
+}
+
+// collect takes what the engine has fired into the queue, and wakes the delivery goroutine.
+func (em *emitter) collect(ctx context.Context) {
+	em.mu.Lock()
+	em.s.engine.Collect(em.s.engine.Now(), em.add)
+	em.queueBuilt(ctx)
+	em.mu.Unlock()
+	em.wakeDelivery()
+}
+
+func (em *emitter) wakeDelivery() {
+	select {
+	case em.deliver <- struct{}{}:
+	default:
+	}
+}
+
+// fireAll fires every open window as it stands and delivers the results: shutdown without storage.
 func (em *emitter) fireAll(ctx context.Context) {
 	em.mu.Lock()
-	defer em.mu.Unlock()
 	em.s.engine.FireAll(em.add)
-	em.sendLocked(ctx)
+	em.queueBuilt(ctx)
+	em.mu.Unlock()
+	em.send(ctx, true, true)
 }
 
-// drain fires the open windows of the aggregations marked in mask as they stand and sends the
+// drain fires the open windows of the aggregations marked in mask as they stand and delivers the
 // results (see stream.Engine.Drain).
 func (em *emitter) drain(ctx context.Context, mask []bool) {
 	em.mu.Lock()
-	defer em.mu.Unlock()
 	em.s.engine.Drain(mask, em.add)
-	em.sendLocked(ctx)
+	em.queueBuilt(ctx)
+	em.mu.Unlock()
+	em.send(ctx, true, true)
 }
 
 func (em *emitter) add(r *stream.Result) {
 	em.builders[em.s.aggs[r.Agg].input].add(r)
 }
 
-// sendLocked retries the queue, then sends what the builders hold.
-func (em *emitter) sendLocked(ctx context.Context) {
+// queueBuilt queues what the builders hold for the sinks that take it (under mu).
+func (em *emitter) queueBuilt(ctx context.Context) {
 	s := em.s
-	queue := em.queue
-	em.queue, em.queuedPoints = nil, 0
-	for _, p := range queue {
-		em.send(ctx, p.to, p.md, p.points)
-	}
 	for input, b := range em.builders {
 		if b.points == 0 {
 			continue
@@ -104,9 +139,9 @@ func (em *emitter) sendLocked(ctx context.Context) {
 		md, n := b.take()
 		targets := s.sinksFor(input)
 		if len(targets) == 0 && s.storage != nil && s.hasSinks() {
-			// Every metrics output has stopped, and records still came: sent to a stopped output,
-			// which with storage keeps them for the checkpoint, to be sent after the next start.
-			em.send(ctx, s.checkpointSinkFor(input), md, n)
+			// Every metrics output has stopped, and records still came: kept for a stopped output,
+			// which with storage goes into the checkpoint, to be sent after the next start.
+			em.enqueue(ctx, s.checkpointSinkFor(input), md, n)
 			continue
 		}
 		if len(targets) == 0 {
@@ -128,76 +163,117 @@ func (em *emitter) sendLocked(ctx context.Context) {
 				out = pmetric.NewMetrics()
 				md.CopyTo(out)
 			}
-			em.send(ctx, to, out, n)
+			em.enqueue(ctx, to, out, n)
 		}
 	}
+}
+
+// send delivers the queue's requests in order, outside mu: a request to a stopped sink stays (with
+// storage, for the checkpoint) or is dropped; after a retryable error, that sink's requests wait for
+// its backoff, unless force, and the other sinks' go on. wait: wait for a delivery under way rather
+// than leave the work to it.
+func (em *emitter) send(ctx context.Context, force, wait bool) {
+	if wait {
+		em.sendMu.Lock()
+	} else if !em.sendMu.TryLock() {
+		return // the delivery under way takes what was queued
+	}
+	defer em.sendMu.Unlock()
+	s := em.s
+	now := time.Now()
+	var failed []*sink // failed in this pass: their later requests wait
+	for skip := 0; ; {
+		em.mu.Lock()
+		if skip >= len(em.queue) {
+			em.mu.Unlock()
+			return
+		}
+		p := em.queue[skip]
+		if p.to.stopped {
+			if s.storage != nil {
+				skip++ // kept for the checkpoint
+			} else {
+				em.remove(skip)
+				s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reasonAttr("shutdown"))
+			}
+			em.mu.Unlock()
+			continue
+		}
+		if (!force && now.Before(p.to.retryAt)) || slices.Contains(failed, p.to) {
+			skip++ // its sink is in backoff
+			em.mu.Unlock()
+			continue
+		}
+		em.inFlight, em.hasInFlight = p.md, true
+		em.mu.Unlock()
+		err := p.to.next.ConsumeMetrics(ctx, p.md)
+		em.mu.Lock()
+		em.hasInFlight = false
+		switch {
+		case err == nil:
+			em.removeBatch(p)
+			p.to.backoff, p.to.retryAt = 0, time.Time{}
+		case consumererror.IsPermanent(err):
+			em.removeBatch(p)
+			s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("permanent"))
+			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reasonAttr("permanent_error"))
+			s.logger.Error("Dropping window results: the metrics consumer rejected them permanently", zap.Int("data_points", p.points), zap.Error(err))
+		default:
+			s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("retryable"))
+			p.to.backoff = min(max(2*p.to.backoff, s.cfg.Emit.Interval), maxBackoff)
+			p.to.retryAt = time.Now().Add(p.to.backoff)
+			s.logger.Warn("Window results not delivered; keeping them, retrying after a backoff", zap.Int("data_points", em.queuedPoints),
+				zap.Duration("backoff", p.to.backoff), zap.Error(err))
+			failed = append(failed, p.to)
+			skip++
+		}
+		em.mu.Unlock()
+	}
+}
+
+// remove takes batch i out of the queue (under mu).
+func (em *emitter) remove(i int) {
+	em.queuedPoints -= em.queue[i].points
+	em.queue = append(em.queue[:i], em.queue[i+1:]...)
 	em.queued.Store(int64(len(em.queue)))
 }
 
-// send delivers one batch, in requests of at most emit.max_points_per_send data points (and
-// maxSendBytes); after a retryable error the request that failed and those after it are queued.
-func (em *emitter) send(ctx context.Context, to *sink, md pmetric.Metrics, points int) {
-	s := em.s
-	if to.stopped {
-		if s.storage != nil { // kept for the checkpoint, and sent after the next start
-			em.enqueue(ctx, to, md, points)
+// removeBatch takes p out of the queue if it is still there (under mu): the bound may have dropped it
+// while it was being sent.
+func (em *emitter) removeBatch(p pendingBatch) {
+	for i, q := range em.queue {
+		if q.md == p.md {
+			em.remove(i)
 			return
 		}
-		s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(points), reasonAttr("shutdown"))
-		return
-	}
-	parts := requestParts(md, points, s.cfg.Emit.MaxPointsPerSend)
-	for i, part := range parts {
-		n := points
-		if len(parts) > 1 {
-			n = part.DataPointCount()
-		}
-		err := to.next.ConsumeMetrics(ctx, part)
-		if err == nil {
-			continue
-		}
-		if consumererror.IsPermanent(err) {
-			s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("permanent"))
-			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(n), reasonAttr("permanent_error"))
-			s.logger.Error("Dropping window results: the metrics consumer rejected them permanently", zap.Int("data_points", n), zap.Error(err))
-			continue
-		}
-		s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("retryable"))
-		kept := 0
-		for _, rest := range parts[i:] {
-			m := n
-			if len(parts) > 1 {
-				m = rest.DataPointCount()
-			}
-			em.enqueue(ctx, to, rest, m)
-			kept += m
-		}
-		s.logger.Warn("Window results not delivered; keeping them for the next flush", zap.Int("data_points", kept), zap.Error(err))
-		return
 	}
 }
 
-// enqueue keeps a batch for retry, in parts of at most emit.max_points_per_send data points,
-// dropping (and counting) the oldest past emit.max_pending_points.
+// enqueue queues a batch in requests of at most emit.max_points_per_send data points and
+// maxSendBytes, dropping (and counting) the oldest past emit.max_pending_points (under mu).
 func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, points int) {
 	s := em.s
-	parts := splitMetrics(md, points, s.cfg.Emit.MaxPointsPerSend)
+	parts := requestParts(md, points, s.cfg.Emit.MaxPointsPerSend)
 	for _, part := range parts {
 		n := points
 		if len(parts) > 1 {
 			n = part.DataPointCount()
 		}
 		dropped := 0
-		for len(em.queue) > 0 && em.queuedPoints+n > s.cfg.Emit.MaxPendingPoints {
-			oldest := em.queue[0]
-			em.queue[0] = pendingBatch{}
-			em.queue = em.queue[1:]
-			em.queuedPoints -= oldest.points
-			dropped += oldest.points
+		for em.queuedPoints+n > s.cfg.Emit.MaxPendingPoints {
+			i := 0 // the oldest, but the one being sent
+			if i < len(em.queue) && em.hasInFlight && em.queue[i].md == em.inFlight {
+				i++
+			}
+			if i >= len(em.queue) {
+				break
+			}
+			dropped += em.queue[i].points
+			em.remove(i)
 		}
 		if dropped > 0 {
 			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(dropped), reasonAttr("queue_full"))
-			s.logger.Warn("Dropping the oldest window results kept for retry: emit.max_pending_points reached", zap.Int("data_points", dropped))
+			s.logger.Warn("Dropping the oldest window results kept for delivery: emit.max_pending_points reached", zap.Int("data_points", dropped))
 		}
 		em.queue = append(em.queue, pendingBatch{to: to, md: part, points: n})
 		em.queuedPoints += n
@@ -205,8 +281,23 @@ func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, po
 	em.queued.Store(int64(len(em.queue)))
 }
 
+// deliveryLoop delivers what is queued whenever collect wakes it, until stop.
+func (em *emitter) deliveryLoop(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-em.deliver:
+			em.send(context.Background(), false, true)
+		}
+	}
+}
+
 // stopSink makes a final delivery attempt of the sink's queued batches and stops sending to it.
 func (em *emitter) stopSink(ctx context.Context, to *sink) {
+	em.sendMu.Lock() // after the delivery under way
+	defer em.sendMu.Unlock()
 	em.mu.Lock()
 	defer em.mu.Unlock()
 	queue := em.queue

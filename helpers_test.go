@@ -140,6 +140,7 @@ func (h *connectorHarness) sendTraces(td ptrace.Traces) {
 	for _, c := range h.traces {
 		must(h.t, c(context.Background(), td))
 	}
+	settleAll(h.t)
 }
 
 func (h *connectorHarness) sendLogs(ld plog.Logs) {
@@ -147,6 +148,7 @@ func (h *connectorHarness) sendLogs(ld plog.Logs) {
 	for _, c := range h.logs {
 		must(h.t, c(context.Background(), ld))
 	}
+	settleAll(h.t)
 }
 
 func must(t *testing.T, err error) {
@@ -351,4 +353,27 @@ func counterValue(t *testing.T, tel *componenttest.Telemetry, name string, attrs
 		}
 	}
 	return total
+}
+
+// settle does what the component's goroutines do after an ingest call, and waits for it: collects
+// what fired, if anything is due, and delivers the queue. Tests read the sinks after it.
+func (em *emitter) settle() {
+	if em.s.engine.Due(em.s.engine.Now()) {
+		em.collect(context.Background())
+	}
+	em.send(context.Background(), false, true)
+}
+
+// settleAll settles every component state the test made.
+func settleAll(t *testing.T) {
+	t.Helper()
+	registryMu.Lock()
+	states := make([]*shared, 0, len(registry))
+	for _, s := range registry {
+		states = append(states, s)
+	}
+	registryMu.Unlock()
+	for _, s := range states {
+		s.emitter.settle()
+	}
 }

@@ -324,14 +324,15 @@ func (s *shared) beginRun() *ingestRun {
 	return run
 }
 
-// finish lets the batch move the watermark, reports its outcomes, and sends what fired.
+// finish lets the batch move the watermark, reports its outcomes, and asks for what fired to be
+// collected and sent, which the component's goroutine does.
 func (run *ingestRun) finish(ctx context.Context, action lateAction) {
 	s, now := run.s, run.now
 	run.b.End()
 	s.report(ctx, &run.tl, action)
 	run.sc.release() // run is part of the scratch: not to be read after this
 	if s.engine.Due(now) {
-		s.emitter.emit(ctx, true)
+		s.emitter.poke()
 	}
 }
 

@@ -59,6 +59,7 @@ func TestProcessorPassesRecordsAndMetricsOnAndAddsResults(t *testing.T) {
 	}
 	incoming := pmetric.NewMetrics()
 	incoming.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty().SetName("other")
+	settleAll(t)
 	must(t, h.metrics.ConsumeMetrics(context.Background(), incoming))
 	ps := points(h.metricsOut.AllMetrics())
 	wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 1)
@@ -95,7 +96,7 @@ func TestRetryableEmitErrorKeepsResultsUntilTheConsumerRecovers(t *testing.T) {
 		t.Fatalf("%d batches pending, want the 2 that emit.max_pending_points = 14 holds", n)
 	}
 	next.setErr(nil)
-	st.emitter.emit(context.Background(), false)
+	st.emitter.emit(context.Background(), true) // a retry, past the backoff
 	ps := points(next.sink.AllMetrics())
 	// Windows [0,10) ({1}) and [10,20) were dropped when the queue was full; [20,30) ({20, 21}) and
 	// [30,40) ({30, 31}) are delivered.

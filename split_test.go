@@ -159,7 +159,7 @@ func TestResultsGoOutInBoundedRequests(t *testing.T) {
 		h := newConnectorHarnessTo(t, cfg, next)
 		h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10}, spanSpec{service: "a", name: "/x", end: 2, ms: 30},
 			spanSpec{service: "a", name: "/x", end: 11, ms: 1}))
-		lookup(t).emitter.emit(context.Background(), false) // the ticker's retry
+		lookup(t).emitter.emit(context.Background(), true) // a retry, past the backoff
 		h.shutdown()
 		return next
 	}

@@ -120,7 +120,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	if s.tel, err = newTelemetry(set); err != nil {
 		return nil, err
 	}
-	s.emitter = &emitter{s: s}
+	s.emitter = newEmitter(s)
 	v := moduleVersion()
 	t := pmetric.AggregationTemporalityDelta
 	if cfg.Temporality == temporalityCumulative {
@@ -241,9 +241,15 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// tick applies the idle rule, sends late firings and retries, and checkpoints, on the emit interval.
+// tick is the component's goroutine: it collects what fired when the ingest path asks (see
+// emitter.poke), and on the emit interval applies the idle rule, collects late firings, retries
+// deliveries and checkpoints. Deliveries run in a goroutine of their own (emitter.deliveryLoop), so
+// that a stalled consumer holds up neither.
 func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	delivered := make(chan struct{})
+	go s.emitter.deliveryLoop(stop, delivered)
+	defer func() { <-delivered }()
 	t := time.NewTicker(s.cfg.Emit.Interval)
 	defer t.Stop()
 	lastCheckpoint := time.Now()
@@ -251,8 +257,10 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 		select {
 		case <-stop:
 			return
+		case <-s.emitter.wake:
+			s.emitter.collect(context.Background())
 		case <-t.C:
-			s.emitter.emit(context.Background(), false)
+			s.emitter.collect(context.Background())
 			if s.storage != nil && s.cfg.Checkpoint.Interval > 0 && time.Since(lastCheckpoint) >= s.cfg.Checkpoint.Interval {
 				s.storage.save(context.Background())
 				lastCheckpoint = time.Now()
@@ -305,7 +313,7 @@ func (s *shared) shutdownInstance(ctx context.Context, in *instance) error {
 		s.drainEnded(ctx, in.sink)
 	}
 	if in.sink != nil {
-		s.emitter.emit(ctx, false)
+		s.emitter.emit(ctx, true)
 		s.emitter.stopSink(ctx, in.sink)
 	}
 	return s.release(ctx)

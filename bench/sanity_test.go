@@ -48,6 +48,18 @@ func TestSameResults(t *testing.T) {
 			}
 		}
 	}
+	// The windows fire and go out from the component's own goroutine, in requests of at most
+	// emit.max_points_per_send points: wait for every point of both minutes.
+	wantPoints := minutes * numServices * numSpanNames * len(methods) * len(outputsPercentile)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		n := 0
+		for _, md := range waSink.AllMetrics() {
+			n += md.DataPointCount()
+		}
+		if n >= wantPoints {
+			break
+		}
+	}
 	outcomes, fired, _ := wa.waCounters(t)
 	if outcomes["aggregated"] != int64(minutes*slotsPerMinute+1)*recordsPerBatch {
 		t.Fatalf("window_aggregator outcomes %v", outcomes)
