@@ -131,40 +131,46 @@ func (em *emitter) add(r *stream.Result) {
 
 // queueBuilt queues what the builders hold for the sinks that take it (under mu).
 func (em *emitter) queueBuilt(ctx context.Context) {
-	s := em.s
 	for input, b := range em.builders {
-		if b.points == 0 {
+		if b.pending() == 0 {
 			continue
 		}
-		md, n := b.take()
-		targets := s.sinksFor(input)
-		if len(targets) == 0 && s.storage != nil && s.hasSinks() {
-			// Every metrics output has stopped, and records still came: kept for a stopped output,
-			// which with storage goes into the checkpoint, to be sent after the next start.
-			em.enqueue(ctx, s.checkpointSinkFor(input), md, n)
-			continue
+		for _, built := range b.take() {
+			em.queueBatch(ctx, input, built.md, built.points)
 		}
-		if len(targets) == 0 {
-			reason := "no_metrics_pipeline"
-			if s.hasSinks() {
-				reason = "shutdown" // every metrics output has shut down
-				if !em.warnedNoOutput {
-					em.warnedNoOutput = true
-					s.logger.Warn("Dropping window results: every metrics output of the component has shut down, and records still came to another instance of it (the processor form's metrics pipeline can stop before its traces and logs pipelines; the connector form, or storage, keeps such results)",
-						zap.Int("data_points", n))
-				}
+	}
+}
+
+// queueBatch queues one built batch of input's results for the sinks that take it (under mu).
+func (em *emitter) queueBatch(ctx context.Context, input int, md pmetric.Metrics, n int) {
+	s := em.s
+	targets := s.sinksFor(input)
+	if len(targets) == 0 && s.storage != nil && s.hasSinks() {
+		// Every metrics output has stopped, and records still came: kept for a stopped output,
+		// which with storage goes into the checkpoint, to be sent after the next start.
+		em.enqueue(ctx, s.checkpointSinkFor(input), md, n)
+		return
+	}
+	if len(targets) == 0 {
+		reason := "no_metrics_pipeline"
+		if s.hasSinks() {
+			reason = "shutdown" // every metrics output has shut down
+			if !em.warnedNoOutput {
+				em.warnedNoOutput = true
+				s.logger.Warn("Dropping window results: every metrics output of the component has shut down, and records still came to another instance of it (the processor form's metrics pipeline can stop before its traces and logs pipelines; the connector form, or storage, keeps such results)",
+					zap.Int("data_points", n))
 			}
-			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(n), reasonAttr(reason))
-			continue
 		}
-		for i, to := range targets {
-			out := md
-			if i < len(targets)-1 { // every consumer gets data of its own
-				out = pmetric.NewMetrics()
-				md.CopyTo(out)
-			}
-			em.enqueue(ctx, to, out, n)
+		s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(n), reasonAttr(reason))
+		return
+	}
+	for i, to := range targets {
+		out := md
+		if i < len(targets)-1 { // every consumer gets data of its own
+			out = pmetric.NewMetrics()
+			md.CopyTo(out)
 		}
+		em.enqueue(ctx, to, out, n)
 	}
 }
 

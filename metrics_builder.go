@@ -23,6 +23,10 @@ type metricsBuilder struct {
 
 	md        pmetric.Metrics
 	points    int
+	// maxPoints bounds the points of one batch: past it a batch is closed into full and another
+	// begun, so that requests come out bounded without copying; 0: unbounded.
+	maxPoints int
+	full      []builtBatch
 	resources map[string]*resourceOut // by resource identity (see add)
 	resKey    serieskey.Builder
 	decoded   []serieskey.Value
@@ -56,16 +60,39 @@ func (b *metricsBuilder) reset() {
 	b.resources = map[string]*resourceOut{}
 }
 
-// take returns the metrics built so far and starts afresh.
-func (b *metricsBuilder) take() (pmetric.Metrics, int) {
-	md, n := b.md, b.points
+// builtBatch is one batch of data points built.
+type builtBatch struct {
+	md     pmetric.Metrics
+	points int
+}
+
+// take returns the batches built so far and starts afresh.
+func (b *metricsBuilder) take() []builtBatch {
+	out := b.full
+	if b.points > 0 {
+		out = append(out, builtBatch{b.md, b.points})
+	}
+	b.full = nil
 	b.reset()
-	return md, n
+	return out
+}
+
+// pending is the number of data points built and not taken.
+func (b *metricsBuilder) pending() int {
+	n := b.points
+	for _, f := range b.full {
+		n += f.points
+	}
+	return n
 }
 
 // add appends one result's data points.
 func (b *metricsBuilder) add(r *stream.Result) {
 	a := b.aggs[r.Agg]
+	if b.maxPoints > 0 && b.points > 0 && b.points+len(a.outputs) > b.maxPoints {
+		b.full = append(b.full, builtBatch{b.md, b.points})
+		b.reset()
+	}
 	b.decoded = b.decoded[:0]
 	b.resKey.Reset()
 	// The resource's identity: the name and value of every group-by position whose value came from

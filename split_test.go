@@ -10,6 +10,8 @@ import (
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // flatPoints lists every data point of md with what it is under, in order.
@@ -214,5 +216,32 @@ func TestRequestsStayUnderTheMessageLimit(t *testing.T) {
 	}
 	if total != 10 || len(parts) < 4 {
 		t.Fatalf("%d points in %d requests, want 10 in at least 4", total, len(parts))
+	}
+}
+
+// The metrics builder closes a batch before a result would take it past emit.max_points_per_send,
+// so that requests come out bounded without copying: ten results of 3 points each, at most 10 a
+// batch, come out as 9, 9, 9 and 3, every point once.
+func TestBuilderClosesBatchesAtTheBound(t *testing.T) {
+	a, err := compileAggregation(0, AggregationConfig{Name: "n", Signal: "spans", Outputs: []string{"count", "sum", "max"}})
+	must(t, err)
+	b := newMetricsBuilder([]*aggregation{a}, "test", pmetric.AggregationTemporalityDelta)
+	b.maxPoints = 10
+	for i := range 10 {
+		b.add(&stream.Result{Overflow: true, Start: int64(i) * 1e9, End: int64(i+1) * 1e9, HasWindow: true, HasPoint: true,
+			Point: stream.Point{Count: 1, ValueCount: 1, Sum: 2}, WindowValueCount: 1, Max: 2})
+	}
+	var sizes []int
+	for _, built := range b.take() {
+		if built.md.DataPointCount() != built.points {
+			t.Fatalf("a batch says %d points and holds %d", built.points, built.md.DataPointCount())
+		}
+		sizes = append(sizes, built.points)
+	}
+	if !slices.Equal(sizes, []int{9, 9, 9, 3}) {
+		t.Fatalf("batches of %v points, want 9, 9, 9, 3", sizes)
+	}
+	if len(b.take()) != 0 {
+		t.Fatal("take left batches behind")
 	}
 }

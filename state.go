@@ -128,6 +128,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	}
 	for i := range s.emitter.builders {
 		s.emitter.builders[i] = newMetricsBuilder(s.aggs, v, t)
+		s.emitter.builders[i].maxPoints = cfg.Emit.MaxPointsPerSend
 	}
 	if err := s.tel.observe(s); err != nil {
 		return nil, err
