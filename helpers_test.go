@@ -377,3 +377,16 @@ func settleAll(t *testing.T) {
 		s.emitter.settle()
 	}
 }
+
+// inParallel runs fn(g) for every g in [0, n), each on a goroutine of its own, and waits for them.
+func inParallel(n int, fn func(g int)) {
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(g)
+		}()
+	}
+	wg.Wait()
+}

@@ -21,8 +21,8 @@ type metricsBuilder struct {
 	version     string
 	temporality pmetric.AggregationTemporality // of the additive outputs
 
-	md        pmetric.Metrics
-	points    int
+	md     pmetric.Metrics
+	points int
 	// maxPoints bounds the points of one batch: past it a batch is closed into full and another
 	// begun, so that requests come out bounded without copying; 0: unbounded.
 	maxPoints int

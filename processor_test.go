@@ -130,21 +130,15 @@ func TestConcurrentIngestFromSeveralPipelines(t *testing.T) {
 	cfg.AllowedLateness = time.Hour
 	h := newConnectorHarness(t, cfg, true)
 	const goroutines, batches, perBatch = 4, 50, 20
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range batches {
-				var specs []spanSpec
-				for i := range perBatch {
-					specs = append(specs, spanSpec{service: "a", name: "/x", end: float64(1 + (g*batches*perBatch+b*perBatch+i)%500), ms: 1})
-				}
-				h.sendTraces(traces(specs...))
+	inParallel(goroutines, func(g int) {
+		for b := range batches {
+			var specs []spanSpec
+			for i := range perBatch {
+				specs = append(specs, spanSpec{service: "a", name: "/x", end: float64(1 + (g*batches*perBatch+b*perBatch+i)%500), ms: 1})
 			}
-		}()
-	}
-	wg.Wait()
+			h.sendTraces(traces(specs...))
+		}
+	})
 	h.shutdown()
 	var total float64
 	for _, p := range find(points(h.metrics.AllMetrics()), "lat.count", attrsAX) {

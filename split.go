@@ -112,30 +112,31 @@ func copyMetricPoints(m, dst pmetric.Metric, from, to int) {
 		s := dst.SetEmptySum()
 		s.SetAggregationTemporality(m.Sum().AggregationTemporality())
 		s.SetIsMonotonic(m.Sum().IsMonotonic())
-		for i := from; i < to; i++ {
-			m.Sum().DataPoints().At(i).CopyTo(s.DataPoints().AppendEmpty())
-		}
+		copyPoints(m.Sum().DataPoints(), s.DataPoints(), from, to)
 	case pmetric.MetricTypeGauge:
-		g := dst.SetEmptyGauge()
-		for i := from; i < to; i++ {
-			m.Gauge().DataPoints().At(i).CopyTo(g.DataPoints().AppendEmpty())
-		}
+		copyPoints(m.Gauge().DataPoints(), dst.SetEmptyGauge().DataPoints(), from, to)
 	case pmetric.MetricTypeHistogram:
 		h := dst.SetEmptyHistogram()
 		h.SetAggregationTemporality(m.Histogram().AggregationTemporality())
-		for i := from; i < to; i++ {
-			m.Histogram().DataPoints().At(i).CopyTo(h.DataPoints().AppendEmpty())
-		}
+		copyPoints(m.Histogram().DataPoints(), h.DataPoints(), from, to)
 	case pmetric.MetricTypeExponentialHistogram:
 		h := dst.SetEmptyExponentialHistogram()
 		h.SetAggregationTemporality(m.ExponentialHistogram().AggregationTemporality())
-		for i := from; i < to; i++ {
-			m.ExponentialHistogram().DataPoints().At(i).CopyTo(h.DataPoints().AppendEmpty())
-		}
+		copyPoints(m.ExponentialHistogram().DataPoints(), h.DataPoints(), from, to)
 	case pmetric.MetricTypeSummary:
-		s := dst.SetEmptySummary()
-		for i := from; i < to; i++ {
-			m.Summary().DataPoints().At(i).CopyTo(s.DataPoints().AppendEmpty())
-		}
+		copyPoints(m.Summary().DataPoints(), dst.SetEmptySummary().DataPoints(), from, to)
+	}
+}
+
+// pointSlice is what every pdata data point slice has.
+type pointSlice[P interface{ CopyTo(P) }] interface {
+	At(int) P
+	AppendEmpty() P
+}
+
+// copyPoints appends copies of src's points [from, to) to dst.
+func copyPoints[P interface{ CopyTo(P) }, S pointSlice[P]](src, dst S, from, to int) {
+	for i := from; i < to; i++ {
+		src.At(i).CopyTo(dst.AppendEmpty())
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -294,28 +293,22 @@ func TestLateWatermarkIsTheOneEachRecordWasJudgedBy(t *testing.T) {
 	}
 	h := newConnectorHarness(t, cfg, true)
 	const senders, batches, perBatch = 4, 150, 20
-	var wg sync.WaitGroup
-	for g := range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 7))
-			for b := range batches {
-				front := float64(base + b) // each sender's event time moves at 1 s per batch
-				var specs []spanSpec
-				for range perBatch {
-					end := front - rng.Float64()*40 // up to 40 s behind: some late, some expired
-					specs = append(specs, spanSpec{service: fmt.Sprintf("s%d", rng.IntN(8)), name: fmt.Sprintf("n%d", rng.IntN(5)), end: end})
-				}
-				for _, c := range h.traces {
-					if err := c(context.Background(), traces(specs...)); err != nil {
-						t.Error(err)
-					}
+	inParallel(senders, func(g int) {
+		rng := rand.New(rand.NewPCG(uint64(g), 7))
+		for b := range batches {
+			front := float64(base + b) // each sender's event time moves at 1 s per batch
+			var specs []spanSpec
+			for range perBatch {
+				end := front - rng.Float64()*40 // up to 40 s behind: some late, some expired
+				specs = append(specs, spanSpec{service: fmt.Sprintf("s%d", rng.IntN(8)), name: fmt.Sprintf("n%d", rng.IntN(5)), end: end})
+			}
+			for _, c := range h.traces {
+				if err := c(context.Background(), traces(specs...)); err != nil {
+					t.Error(err)
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	size, slide, lateness := int64(20*time.Second), int64(5*time.Second), int64(5*time.Second)
 	routed := 0
 	for _, td := range h.lateTraces.AllTraces() {
