@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/windowaggregator/windowaggregator/processor/clock"
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
@@ -198,4 +199,47 @@ func BenchmarkBuildKey(b *testing.B) {
 			_ = sink
 		})
 	}
+}
+
+// BenchmarkCheckpoint10kSeries: one checkpoint (engine snapshot and encoding) of 10k series with one
+// open window each, [count, sum, p99]; ingest waits on the engine's shards while the snapshot runs.
+func BenchmarkCheckpoint10kSeries(b *testing.B) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	ctx := clock.NewContext(context.Background(), clk)
+	cfg := latencyConfig()
+	cfg.MaxSeries = 20000
+	cfg.Storage = &storageID
+	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: []string{"service.name", "span.name"}, Outputs: []string{"count", "sum", "p99"}}}
+	st := &memStorage{data: map[string][]byte{}}
+	set := connectortest.NewNopSettings(Type)
+	c, err := NewConnectorFactory().CreateTracesToMetrics(ctx, set, cfg, consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Start(ctx, hostWith{storageID: st}); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = c.Shutdown(context.Background()) }()
+	for svc := range 100 {
+		var specs []spanSpec
+		for op := range 100 {
+			specs = append(specs, spanSpec{service: fmt.Sprint("svc-", svc), name: fmt.Sprint("/op/", op), end: 990, ms: float64(op)})
+		}
+		if err := c.ConsumeTraces(ctx, traces(specs...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var s *shared
+	registryMu.Lock()
+	for _, st := range registry {
+		s = st
+	}
+	registryMu.Unlock()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		s.storage.save(context.Background())
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(len(st.data[checkpointKey])), "checkpoint-bytes")
 }

@@ -91,11 +91,22 @@ func (em *emitter) emit(ctx context.Context, force bool) {
 }
 
 // collect takes what the engine has fired into the queue, and wakes the delivery goroutine.
+//
+// With storage, what fired is delivered only once a checkpoint holds it, with the windows it came
+// from marked fired: after a crash the restart sends those results again as they were, and never
+// fires their windows again with other values (a cumulative total never goes back).
 func (em *emitter) collect(ctx context.Context) {
 	em.mu.Lock()
-	em.s.engine.Collect(em.s.engine.Now(), em.add)
+	fired := 0
+	em.s.engine.Collect(em.s.engine.Now(), func(r *stream.Result) {
+		fired++
+		em.add(r)
+	})
 	em.queueBuilt(ctx)
 	em.mu.Unlock()
+	if fired > 0 && em.s.storage != nil {
+		em.s.storage.save(ctx)
+	}
 	em.wakeDelivery()
 }
 

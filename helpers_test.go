@@ -87,6 +87,12 @@ func newConnectorHarnessTo(t *testing.T, cfg *Config, next consumer.Metrics) *co
 
 func newHarnessWith(t *testing.T, cfg *Config, withLate bool, next consumer.Metrics) *connectorHarness {
 	t.Helper()
+	return newHarnessOn(t, cfg, withLate, next, componenttest.NewNopHost())
+}
+
+// newHarnessOn is newHarnessWith, its instances started on host (one with a storage extension, say).
+func newHarnessOn(t *testing.T, cfg *Config, withLate bool, next consumer.Metrics, host component.Host) *connectorHarness {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +126,7 @@ func newHarnessWith(t *testing.T, cfg *Config, withLate bool, next consumer.Metr
 		all = append(all, t2t, l2l)
 	}
 	for _, c := range all {
-		must(t, c.Start(ctx, componenttest.NewNopHost()))
+		must(t, c.Start(ctx, host))
 	}
 	t.Cleanup(func() { h.shutdown() })
 	return h

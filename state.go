@@ -253,7 +253,14 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 	defer func() { <-delivered }()
 	t := time.NewTicker(s.cfg.Emit.Interval)
 	defer t.Stop()
-	lastCheckpoint := time.Now()
+	// Checkpoints on a ticker of their own, so that they come on schedule, not at the next emit tick
+	// after it; a firing takes one besides (see emitter.collect).
+	var checkpoints <-chan time.Time
+	if s.storage != nil && s.cfg.Checkpoint.Interval > 0 {
+		ck := time.NewTicker(s.cfg.Checkpoint.Interval)
+		defer ck.Stop()
+		checkpoints = ck.C
+	}
 	for {
 		select {
 		case <-stop:
@@ -262,10 +269,8 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 			s.emitter.collect(context.Background())
 		case <-t.C:
 			s.emitter.collect(context.Background())
-			if s.storage != nil && s.cfg.Checkpoint.Interval > 0 && time.Since(lastCheckpoint) >= s.cfg.Checkpoint.Interval {
-				s.storage.save(context.Background())
-				lastCheckpoint = time.Now()
-			}
+		case <-checkpoints:
+			s.storage.save(context.Background())
 		}
 	}
 }
