@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -186,4 +189,121 @@ func TestDamagedStorageFileDoesNotStopTheCollector(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Five kill -9 at random moments under live traffic, with storage and checkpoint.interval 2s: no
+// point is ever delivered twice with different values, no cumulative count goes back, and what is
+// lost stays within what was sent in the seconds before each kill.
+func TestKillNineUnderLoadNeverChangesADeliveredValue(t *testing.T) {
+	skipShort(t)
+	out, dir, recv := startServer(t), t.TempDir(), freePort(t)
+	config := fileStorageExtension(dir) + otlpReceiver(recv) + fmt.Sprintf(`
+connectors:
+  window_aggregator:
+    window: {size: 1s}
+    watermark: {max_out_of_orderness: 200ms, idle_timeout: 1s}
+    allowed_lateness: 2s
+    storage: file_storage/wa
+    checkpoint: {interval: 2s}
+    aggregations:
+      - {name: lat, signal: spans, group_by: [service.name], outputs: [count]}
+exporters:%s
+service:
+  extensions: [file_storage/wa]
+  telemetry: {metrics: {level: none}}
+  pipelines:
+    traces: {receivers: [otlp], exporters: [window_aggregator]}
+    metrics: {receivers: [window_aggregator], exporters: [otlp_grpc]}
+`, otlpExporter("otlp_grpc", out.addr))
+	col, c := runCollector(t, recv, config)
+	var mu sync.Mutex
+	cur := c
+	var sentAt []time.Time // of every span the collector took
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			now := time.Now()
+			mu.Lock()
+			client := cur
+			mu.Unlock()
+			if _, err := client.traces.Export(context.Background(), spans(span{fmt.Sprint("s", i%3), "/x", now.UnixNano(), 1})); err == nil {
+				mu.Lock()
+				sentAt = append(sentAt, now)
+				mu.Unlock()
+			}
+		}
+	}()
+	rng := rand.New(rand.NewPCG(5, 6))
+	var kills []time.Time
+	for range 5 {
+		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond) // a random moment of live traffic
+		if err := col.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-col.done
+		kills = append(kills, time.Now())
+		col, c = runCollector(t, recv, config)
+		mu.Lock()
+		cur = c
+		mu.Unlock()
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	<-sent
+	time.Sleep(2500 * time.Millisecond) // the idle rule closes the last windows
+	col.stop(t)
+
+	// Every point, by series and window end: one value, and per series no total going back.
+	byKey := map[string]float64{}
+	type pt struct {
+		end int64
+		v   float64
+	}
+	bySeries := map[string][]pt{}
+	for _, p := range out.points(0) {
+		if p.metric != "lat.count" {
+			continue
+		}
+		key := fmt.Sprintf("%s@%d", p.attrs, p.end)
+		if v, ok := byKey[key]; ok && v != p.value {
+			t.Fatalf("%s delivered as %v and as %v", key, v, p.value)
+		}
+		byKey[key] = p.value
+		bySeries[p.attrs] = append(bySeries[p.attrs], pt{p.end, p.value})
+	}
+	var total float64
+	for series, ps := range bySeries {
+		sort.Slice(ps, func(i, j int) bool { return ps[i].end < ps[j].end })
+		for i := 1; i < len(ps); i++ {
+			if ps[i].v < ps[i-1].v {
+				t.Fatalf("%s: total %v at %d after %v at %d: a cumulative count went back", series, ps[i].v, ps[i].end, ps[i-1].v, ps[i-1].end)
+			}
+		}
+		total += ps[len(ps)-1].v
+	}
+	// Lost: at most what was sent in the 3 s before each kill (a checkpoint interval and a window).
+	mu.Lock()
+	defer mu.Unlock()
+	var bound int
+	for _, at := range sentAt {
+		for _, k := range kills {
+			if at.After(k.Add(-3*time.Second)) && !at.After(k) {
+				bound++
+				break
+			}
+		}
+	}
+	if lost := len(sentAt) - int(total); lost < 0 || lost > bound {
+		t.Fatalf("%d spans sent, %v counted: %d lost, bound %d", len(sentAt), total, lost, bound)
+	}
+	t.Logf("%d spans sent, %v counted over 5 kill -9 (loss bound %d)", len(sentAt), total, bound)
 }
