@@ -1,5 +1,3 @@
-// Package windowaggregator is an OpenTelemetry Collector component, in a processor and a connector
-// form, that turns spans and logs into event-time window metrics. The engine is in processor/stream.
 package windowaggregator
 
 import (
