@@ -20,7 +20,7 @@ import (
 //     that stays the same while the series lives, at every window end until series_expiration has
 //     passed since its newest data;
 //   - with late firings that revise, every accepted record is in exactly one point;
-//   - all of it across a snapshot and restore every few batches.
+//   - all of it across a snapshot and restore every few batches, with results pending or not.
 
 // pointBounds are the explicit buckets of the first aggregation of every point scenario.
 var pointBounds = []float64{-1000, 0, 1, 10, 1000, 1e6}
@@ -173,6 +173,19 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 		b.End()
 		mb.end()
 		clk.Set(time.Unix(0, op.collectNow))
+		if i%5 == 2 {
+			// A restart with results not collected yet: they travel in the snapshot.
+			fresh, err := New(cfg)
+			if err == nil {
+				err = fresh.Restore(e.Snapshot(nil))
+			}
+			if err != nil {
+				return []string{fmt.Sprintf("snapshot before the collect of op %d: %v", i, err)}
+			}
+			e = fresh
+			m.snapshot(op.collectNow)
+			m.restore(op.collectNow)
+		}
 		m.collect(op.collectNow)
 		e.Collect(op.collectNow, onResult)
 		if i%5 == 4 {

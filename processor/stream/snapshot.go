@@ -397,7 +397,10 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 	if n == 0 && version < 3 {
 		d.fail() // a held series always had a pane
 	}
-	nb := len(a.Bounds) + 1
+	nb := 0 // the bucket counts a pane or accrual may hold: none without explicit bounds
+	if a.Bounds != nil {
+		nb = len(a.Bounds) + 1
+	}
 	for range n {
 		p := pane{start: d.varint()}
 		decodeTotals(d, &p.total)
@@ -405,15 +408,8 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 		p.hist = decodeSketch(d, a.keepsSketch())
 		p.deltaHist = decodeSketch(d, a.Histogram && !e.g.fold)
 		if version >= 3 {
-			if a.Bounds != nil {
-				p.counts = decodeCounts(d, nb, false)
-			} else {
-				decodeCounts(d, 0, true)
-			}
+			p.counts = decodeCounts(d, nb, a.Bounds == nil)
 			p.deltaCounts = decodeCounts(d, nb, true)
-			if p.deltaCounts != nil && a.Bounds == nil {
-				d.fail()
-			}
 		}
 		if d.err != nil {
 			return se
@@ -433,9 +429,6 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 		ac.cumHist = decodeOptionalSketch(d, a.Histogram)
 		ac.cumCounts = decodeCounts(d, nb, true)
 		ac.start, ac.lastEnd, ac.started = d.varint(), d.varint(), d.bool()
-		if (ac.foldCounts != nil || ac.cumCounts != nil) && a.Bounds == nil {
-			d.fail()
-		}
 		se.ac = ac
 	}
 	if d.err == nil && len(se.panes) == 0 && se.ac == nil {
@@ -503,7 +496,12 @@ func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 		r.pointSketch().CopyFrom(h)
 		pt.Hist = r.pointStore
 	}
-	if c := decodeCounts(d, len(a.Bounds)+1, a.Bounds == nil); c != nil {
+	nb := 0
+	if a.Bounds != nil {
+		nb = len(a.Bounds) + 1
+	}
+	// A Result without a point (a late firing of gauges alone) has no bucket counts.
+	if c := decodeCounts(d, nb, a.Bounds == nil || !r.HasPoint); c != nil {
 		pt.BucketCounts = r.pointCounts(len(c))
 		copy(pt.BucketCounts, c)
 	}
