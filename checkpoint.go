@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
@@ -34,7 +35,12 @@ type checkpointer struct {
 	// ext is the storage extension; while client is nil after a failed open, each save tries to
 	// open it again.
 	ext storage.Extension
+	// isOpen mirrors client != nil, for the emitter, which must not wait for mu.
+	isOpen atomic.Bool
 }
+
+// durable reports whether checkpoints are being written.
+func (c *checkpointer) durable() bool { return c.isOpen.Load() }
 
 func newCheckpointer(s *shared) *checkpointer { return &checkpointer{s: s} }
 
@@ -79,6 +85,7 @@ func (c *checkpointer) open(ctx context.Context) (ok bool) {
 		return false
 	}
 	c.client = client
+	c.isOpen.Store(true)
 	c.s.logger.Info("Opened the storage for window state checkpoints", zap.String("storage", id.String()))
 	return true
 }
@@ -157,6 +164,7 @@ func (c *checkpointer) encode() []byte {
 	snap := s.engine.Snapshot(nil)
 	b = binary.AppendUvarint(b, uint64(len(snap)))
 	b = append(b, snap...)
+	em.checkpointed = em.nextSeq // what is queued now is in this checkpoint
 	b = binary.AppendUvarint(b, uint64(len(em.queue)))
 	var m pmetric.ProtoMarshaler
 	for _, p := range em.queue {
@@ -254,6 +262,7 @@ func (c *checkpointer) decode(b []byte) error {
 			em.enqueue(context.Background(), to[0], q.md, q.md.DataPointCount())
 		}
 	}
+	em.checkpointed = em.nextSeq // restored from a checkpoint: held by it
 	return nil
 }
 
@@ -282,5 +291,6 @@ func (c *checkpointer) shutdown(ctx context.Context) error {
 	}
 	err := c.client.Close(ctx)
 	c.client = nil
+	c.isOpen.Store(false)
 	return err
 }

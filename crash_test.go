@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.opentelemetry.io/collector/consumer"
@@ -17,7 +18,7 @@ import (
 // batch being ingested then.
 type crashSink struct {
 	st          *memStorage
-	batch       *int
+	batch       *atomic.Int64
 	mu          sync.Mutex
 	values      []map[string]float64 // per request: series@timestamp -> value
 	checkpoints [][]byte             // per request: the stored checkpoint as it was
@@ -30,7 +31,7 @@ func (c *crashSink) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error 
 	c.st.mu.Lock()
 	c.checkpoints = append(c.checkpoints, append([]byte(nil), c.st.data[checkpointKey]...))
 	c.st.mu.Unlock()
-	c.batches = append(c.batches, *c.batch)
+	c.batches = append(c.batches, int(c.batch.Load()))
 	v := map[string]float64{}
 	for _, p := range points([]pmetric.Metrics{md}) {
 		if p.metric == "lat.count" {
@@ -70,7 +71,7 @@ func TestCrashAtAnyDeliveryNeverChangesADeliveredValue(t *testing.T) {
 	run := func(sink *crashSink, from int) {
 		h := newHarnessOn(t, cfg, false, sink, hostWith{storageID: sink.st})
 		for b := from; b < len(stream); b++ {
-			*sink.batch = b
+			sink.batch.Store(int64(b))
 			h.sendTraces(traces(stream[b]...))
 			if b%5 == 4 {
 				lookup(t).storage.save(context.Background())
@@ -78,8 +79,7 @@ func TestCrashAtAnyDeliveryNeverChangesADeliveredValue(t *testing.T) {
 		}
 		h.shutdown()
 	}
-	var at int
-	first := &crashSink{st: &memStorage{data: map[string][]byte{}}, batch: &at}
+	first := &crashSink{st: &memStorage{data: map[string][]byte{}}, batch: new(atomic.Int64)}
 	run(first, 0)
 	if len(first.values) < 10 {
 		t.Fatalf("only %d deliveries", len(first.values))
@@ -95,8 +95,7 @@ func TestCrashAtAnyDeliveryNeverChangesADeliveredValue(t *testing.T) {
 				latest[series] = max(latest[series], v)
 			}
 		}
-		var at2 int
-		second := &crashSink{st: &memStorage{data: map[string][]byte{}}, batch: &at2}
+		second := &crashSink{st: &memStorage{data: map[string][]byte{}}, batch: new(atomic.Int64)}
 		if cp := first.checkpoints[k]; len(cp) > 0 {
 			second.st.data[checkpointKey] = cp
 		}

@@ -40,6 +40,7 @@ type pendingBatch struct {
 	to     *sink
 	md     pmetric.Metrics
 	points int
+	seq    uint64 // in queueing order; see emitter.checkpointed
 }
 
 // emitter takes results out of the engine, turns them into pdata and queues them for the sinks,
@@ -64,14 +65,36 @@ type emitter struct {
 	inFlight    pmetric.Metrics
 	hasInFlight bool
 
+	// With durable storage, a batch is delivered only once a checkpoint holds it: those with seq below
+	// checkpointed (set by the checkpoint's encode, under mu).
+	nextSeq, checkpointed uint64
+
 	wake    chan struct{} // a collection is due (ingest); capacity 1
 	deliver chan struct{} // the queue has work for the delivery goroutine; capacity 1
+	// background is the delivery goroutine's context, cancelled once shutdown begins: from then on
+	// deliveries run in the shutdown path, under its caller's context.
+	background       context.Context
+	cancelBackground context.CancelFunc
 }
 
 const maxBackoff = 30 * time.Second
 
 func newEmitter(s *shared) *emitter {
-	return &emitter{s: s, wake: make(chan struct{}, 1), deliver: make(chan struct{}, 1)}
+	em := &emitter{s: s, wake: make(chan struct{}, 1), deliver: make(chan struct{}, 1)}
+	em.background, em.cancelBackground = context.WithCancel(context.Background())
+	return em
+}
+
+// holdsAny reports whether some queued batch waits for a checkpoint.
+func (em *emitter) holdsAny() bool {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	return len(em.queue) > 0 && em.held(em.queue[len(em.queue)-1])
+}
+
+// held reports whether batch p must wait for a checkpoint before it is delivered (under mu).
+func (em *emitter) held(p pendingBatch) bool {
+	return em.s.storage != nil && em.s.storage.durable() && p.seq >= em.checkpointed
 }
 
 func (em *emitter) pendingBatches() int { return int(em.queued.Load()) }
@@ -92,8 +115,8 @@ func (em *emitter) emit(ctx context.Context, force bool) {
 
 // collect takes what the engine has fired into the queue, and wakes the delivery goroutine.
 //
-// With storage, what fired is delivered only once a checkpoint holds it, with the windows it came
-// from marked fired: after a crash the restart sends those results again as they were, and never
+// With storage, what fired is delivered only once a checkpoint holds it (see held), with the windows
+// it came from marked fired: after a crash the restart sends those results again as they were, and never
 // fires their windows again with other values (a cumulative total never goes back).
 func (em *emitter) collect(ctx context.Context) {
 	em.mu.Lock()
@@ -206,6 +229,10 @@ func (em *emitter) send(ctx context.Context, force, wait bool) {
 			return
 		}
 		p := em.queue[skip]
+		if em.held(p) {
+			em.mu.Unlock()
+			return // this and what follows wait for the next checkpoint
+		}
 		if p.to.stopped {
 			if s.storage != nil {
 				skip++ // kept for the checkpoint
@@ -239,7 +266,7 @@ func (em *emitter) send(ctx context.Context, force, wait bool) {
 			s.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reasonAttr("retryable"))
 			p.to.backoff = min(max(2*p.to.backoff, s.cfg.Emit.Interval), maxBackoff)
 			p.to.retryAt = time.Now().Add(p.to.backoff)
-			s.logger.Warn("Window results not delivered; keeping them, retrying after a backoff", zap.Int("data_points", em.queuedPoints),
+			s.logger.Warn("Window results not delivered; keeping them, retrying after a backoff", zap.Int("data_points", p.points),
 				zap.Duration("backoff", p.to.backoff), zap.Error(err))
 			failed = append(failed, p.to)
 			skip++
@@ -292,7 +319,8 @@ func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, po
 			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(dropped), reasonAttr("queue_full"))
 			s.logger.Warn("Dropping the oldest window results kept for delivery: emit.max_pending_points reached", zap.Int("data_points", dropped))
 		}
-		em.queue = append(em.queue, pendingBatch{to: to, md: part, points: n})
+		em.queue = append(em.queue, pendingBatch{to: to, md: part, points: n, seq: em.nextSeq})
+		em.nextSeq++
 		em.queuedPoints += n
 	}
 	em.queued.Store(int64(len(em.queue)))
@@ -306,36 +334,46 @@ func (em *emitter) deliveryLoop(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case <-em.deliver:
-			em.send(context.Background(), false, true)
+			em.send(em.background, false, true)
 		}
 	}
 }
 
-// stopSink makes a final delivery attempt of the sink's queued batches and stops sending to it.
+// stopSink makes a final delivery attempt of the sink's queued batches, outside mu, and stops
+// sending to it. With durable storage, batches no checkpoint holds yet stay, for the checkpoint.
 func (em *emitter) stopSink(ctx context.Context, to *sink) {
-	em.sendMu.Lock() // after the delivery under way
+	em.cancelBackground() // shutdown has begun: no delivery waits on a context nothing cancels
+	em.sendMu.Lock()      // after the delivery under way
 	defer em.sendMu.Unlock()
 	em.mu.Lock()
-	defer em.mu.Unlock()
-	queue := em.queue
-	em.queue, em.queuedPoints = nil, 0
-	keep := func(p pendingBatch) {
-		em.queue = append(em.queue, p)
-		em.queuedPoints += p.points
-	}
-	for _, p := range queue {
-		if p.to != to {
-			keep(p)
+	var mine []pendingBatch
+	kept := em.queue[:0]
+	for _, p := range em.queue {
+		if p.to == to && !em.held(p) {
+			mine = append(mine, p)
+			em.queuedPoints -= p.points
 			continue
 		}
+		kept = append(kept, p)
+	}
+	em.queue = kept
+	em.mu.Unlock()
+	var failed []pendingBatch
+	for _, p := range mine {
 		if err := to.next.ConsumeMetrics(ctx, p.md); err != nil {
 			if em.s.storage != nil {
-				keep(p) // saved with the checkpoint, sent after the next start
+				failed = append(failed, p) // saved with the checkpoint, sent after the next start
 				continue
 			}
 			em.s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reasonAttr("shutdown"))
 			em.s.logger.Error("Dropping window results at shutdown: the metrics consumer failed", zap.Int("data_points", p.points), zap.Error(err))
 		}
+	}
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	for _, p := range failed {
+		em.queue = append(em.queue, p)
+		em.queuedPoints += p.points
 	}
 	em.s.mu.Lock() // stopped is read under either lock
 	to.stopped = true

@@ -367,6 +367,10 @@ func (em *emitter) settle() {
 	if em.s.engine.Due(em.s.engine.Now()) {
 		em.collect(context.Background())
 	}
+	if em.s.storage != nil { // a checkpoint the component's goroutine is writing holds what it fired
+		em.s.storage.mu.Lock()
+		em.s.storage.mu.Unlock() //nolint:staticcheck // waiting for it, not guarding anything
+	}
 	em.send(context.Background(), false, true)
 }
 

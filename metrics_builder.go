@@ -168,11 +168,7 @@ func (b *metricsBuilder) explicitHistogram(ro *aggOut, slot int, a *aggregation,
 	dp.SetCount(p.ValueCount)
 	dp.SetSum(p.Sum)
 	dp.ExplicitBounds().FromRaw(a.bounds)
-	if len(p.BucketCounts) == len(a.bounds)+1 {
-		dp.BucketCounts().FromRaw(p.BucketCounts)
-	} else {
-		dp.BucketCounts().FromRaw(make([]uint64, len(a.bounds)+1))
-	}
+	dp.BucketCounts().FromRaw(p.BucketCounts) // len(bounds)+1 of them, as stream.Point says
 	attrs(dp.Attributes())
 	b.points++
 }

@@ -319,7 +319,11 @@ func (s *shared) shutdownInstance(ctx context.Context, in *instance) error {
 		s.drainEnded(ctx, in.sink)
 	}
 	if in.sink != nil {
-		s.emitter.emit(ctx, true)
+		s.emitter.collect(ctx)
+		if s.emitter.holdsAny() {
+			s.storage.save(ctx) // what is queued is then checkpointed, and may go out
+		}
+		s.emitter.send(ctx, true, true)
 		s.emitter.stopSink(ctx, in.sink)
 	}
 	return s.release(ctx)
