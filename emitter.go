@@ -55,7 +55,7 @@ type emitter struct {
 	builders     [2]*metricsBuilder // per input signal of the aggregation
 	queue        []pendingBatch
 	queuedPoints int          // of the batches in queue
-	queued       atomic.Int64 // len(queue), for the telemetry callback, which must not wait for mu
+	queued       atomic.Int64 // queuedPoints, for the telemetry callback, which must not wait for mu
 	// warnedNoOutput: results were dropped because every metrics output had stopped, and logged once
 	warnedNoOutput bool
 
@@ -97,7 +97,7 @@ func (em *emitter) held(p pendingBatch) bool {
 	return em.s.storage != nil && em.s.storage.durable() && p.seq >= em.checkpointed
 }
 
-func (em *emitter) pendingBatches() int { return int(em.queued.Load()) }
+func (em *emitter) pendingPoints() int { return int(em.queued.Load()) }
 
 // poke asks the component's goroutine for a collection, without waiting: the ingest path.
 func (em *emitter) poke() {
@@ -279,7 +279,7 @@ func (em *emitter) send(ctx context.Context, force, wait bool) {
 func (em *emitter) remove(i int) {
 	em.queuedPoints -= em.queue[i].points
 	em.queue = append(em.queue[:i], em.queue[i+1:]...)
-	em.queued.Store(int64(len(em.queue)))
+	em.queued.Store(int64(em.queuedPoints))
 }
 
 // removeBatch takes p out of the queue if it is still there (under mu): the bound may have dropped it
@@ -323,7 +323,7 @@ func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, po
 		em.nextSeq++
 		em.queuedPoints += n
 	}
-	em.queued.Store(int64(len(em.queue)))
+	em.queued.Store(int64(em.queuedPoints))
 }
 
 // deliveryLoop delivers what is queued whenever collect wakes it, until stop.
@@ -378,5 +378,5 @@ func (em *emitter) stopSink(ctx context.Context, to *sink) {
 	em.s.mu.Lock() // stopped is read under either lock
 	to.stopped = true
 	em.s.mu.Unlock()
-	em.queued.Store(int64(len(em.queue)))
+	em.queued.Store(int64(em.queuedPoints))
 }

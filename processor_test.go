@@ -92,8 +92,11 @@ func TestRetryableEmitErrorKeepsResultsUntilTheConsumerRecovers(t *testing.T) {
 		h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: float64(10*i + 1), ms: 1}, spanSpec{service: "a", name: "/x", end: float64(10*i + 10), ms: 1}))
 	}
 	st := lookup(t)
-	if n := st.emitter.pendingBatches(); n != 2 {
-		t.Fatalf("%d batches pending, want the 2 that emit.max_pending_points = 14 holds", n)
+	if n := st.emitter.pendingPoints(); n != 14 {
+		t.Fatalf("%d points pending, want the 2 batches of 7 that emit.max_pending_points = 14 holds", n)
+	}
+	if n, _ := gaugeValue(t, h.tel, "otelcol_window_aggregator_pending_points", "", ""); n != 14 {
+		t.Fatalf("pending_points gauge reads %v, want 14", n)
 	}
 	next.setErr(nil)
 	st.emitter.emit(context.Background(), true) // a retry, past the backoff
@@ -116,8 +119,8 @@ func TestPermanentEmitErrorDropsAndCounts(t *testing.T) {
 	next := &flakyMetrics{err: consumererror.NewPermanent(errors.New("bad data"))}
 	h := newConnectorHarnessTo(t, latencyConfig(), next)
 	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 1}, spanSpec{service: "a", name: "/x", end: 11, ms: 1}))
-	if n := lookup(t).emitter.pendingBatches(); n != 0 {
-		t.Fatalf("%d batches kept after a permanent error", n)
+	if n := lookup(t).emitter.pendingPoints(); n != 0 {
+		t.Fatalf("%d points kept after a permanent error", n)
 	}
 	// 1 window x 7 outputs = 7 points
 	wantCounter(t, h.tel, "otelcol_window_aggregator_dropped_points", map[string]string{"reason": "permanent_error"}, 7)

@@ -115,9 +115,9 @@ func (t *telemetry) observe(s *shared) error {
 		if len(s.cfg.Watermark.PerSource) > 0 {
 			o.ObserveInt64(t.WindowAggregatorWatermarkSources, int64(st.Sources))
 		}
-		o.ObserveInt64(t.WindowAggregatorPendingBatches, int64(s.emitter.pendingBatches()))
+		o.ObserveInt64(t.WindowAggregatorPendingPoints, int64(s.emitter.pendingPoints()))
 		return nil
-	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingBatches, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources)
+	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources)
 	t.registration = reg
 	return err
 }

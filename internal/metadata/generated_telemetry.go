@@ -37,7 +37,7 @@ type TelemetryBuilder struct {
 	WindowAggregatorLateRecords         metric.Int64Counter
 	WindowAggregatorOverflowRecords     metric.Int64ObservableCounter
 	WindowAggregatorOverflowSeries      metric.Int64ObservableGauge
-	WindowAggregatorPendingBatches      metric.Int64ObservableGauge
+	WindowAggregatorPendingPoints       metric.Int64ObservableGauge
 	WindowAggregatorRecords             metric.Int64Counter
 	WindowAggregatorSharedSourceRecords metric.Int64Counter
 	WindowAggregatorTruncatedKeys       metric.Int64Counter
@@ -118,12 +118,12 @@ func (builder *TelemetryBuilder) RegisterWindowAggregatorOverflowSeriesCallback(
 	return nil
 }
 
-// RegisterWindowAggregatorPendingBatchesCallback sets callback for observable WindowAggregatorPendingBatches metric.
-func (builder *TelemetryBuilder) RegisterWindowAggregatorPendingBatchesCallback(cb metric.Int64Callback) error {
+// RegisterWindowAggregatorPendingPointsCallback sets callback for observable WindowAggregatorPendingPoints metric.
+func (builder *TelemetryBuilder) RegisterWindowAggregatorPendingPointsCallback(cb metric.Int64Callback) error {
 	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		cb(ctx, &observerInt64{inst: builder.WindowAggregatorPendingBatches, obs: o})
+		cb(ctx, &observerInt64{inst: builder.WindowAggregatorPendingPoints, obs: o})
 		return nil
-	}, builder.WindowAggregatorPendingBatches)
+	}, builder.WindowAggregatorPendingPoints)
 	if err != nil {
 		return err
 	}
@@ -270,10 +270,10 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{series}"),
 	)
 	errs = errors.Join(errs, err)
-	builder.WindowAggregatorPendingBatches, err = builder.meter.Int64ObservableGauge(
-		"otelcol_window_aggregator_pending_batches",
-		metric.WithDescription("Result batches kept for retry after the metrics consumer failed. [Alpha]"),
-		metric.WithUnit("{batch}"),
+	builder.WindowAggregatorPendingPoints, err = builder.meter.Int64ObservableGauge(
+		"otelcol_window_aggregator_pending_points",
+		metric.WithDescription("Result data points waiting for delivery (queued, or in the request being sent), at most emit.max_pending_points. [Alpha]"),
+		metric.WithUnit("{point}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorRecords, err = builder.meter.Int64Counter(

@@ -161,16 +161,16 @@ func AssertEqualWindowAggregatorOverflowSeries(t *testing.T, tt *componenttest.T
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
-func AssertEqualWindowAggregatorPendingBatches(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+func AssertEqualWindowAggregatorPendingPoints(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
-		Name:        "otelcol_window_aggregator_pending_batches",
-		Description: "Result batches kept for retry after the metrics consumer failed. [Alpha]",
-		Unit:        "{batch}",
+		Name:        "otelcol_window_aggregator_pending_points",
+		Description: "Result data points waiting for delivery (queued, or in the request being sent), at most emit.max_pending_points. [Alpha]",
+		Unit:        "{point}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,
 		},
 	}
-	got, err := tt.GetMetric("otelcol_window_aggregator_pending_batches")
+	got, err := tt.GetMetric("otelcol_window_aggregator_pending_points")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }

@@ -36,7 +36,7 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
-	require.NoError(t, tb.RegisterWindowAggregatorPendingBatchesCallback(func(_ context.Context, observer metric.Int64Observer) error {
+	require.NoError(t, tb.RegisterWindowAggregatorPendingPointsCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
 	}))
@@ -88,7 +88,7 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualWindowAggregatorOverflowSeries(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
-	AssertEqualWindowAggregatorPendingBatches(t, testTel,
+	AssertEqualWindowAggregatorPendingPoints(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorRecords(t, testTel,
