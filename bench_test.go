@@ -3,6 +3,7 @@ package windowaggregator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -201,14 +202,15 @@ func BenchmarkBuildKey(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckpoint10kSeries: one checkpoint (engine snapshot and encoding) of 10k series with one
-// open window each, [count, sum, p99]; ingest waits on the engine's shards while the snapshot runs.
-func BenchmarkCheckpoint10kSeries(b *testing.B) {
+// checkpointed10k is a connector with storage holding 10k series with one open window each,
+// [count, sum, p99], and its shared state.
+func checkpointed10k(b *testing.B) (*memStorage, *shared, func(ptrace.Traces)) {
 	clk := clock.NewFake(time.Unix(1000, 0))
 	ctx := clock.NewContext(context.Background(), clk)
 	cfg := latencyConfig()
 	cfg.MaxSeries = 20000
 	cfg.Storage = &storageID
+	cfg.Checkpoint.Interval = time.Hour // saves come from the benchmark
 	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: []string{"service.name", "span.name"}, Outputs: []string{"count", "sum", "p99"}}}
 	st := &memStorage{data: map[string][]byte{}}
 	set := connectortest.NewNopSettings(Type)
@@ -219,15 +221,18 @@ func BenchmarkCheckpoint10kSeries(b *testing.B) {
 	if err := c.Start(ctx, hostWith{storageID: st}); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = c.Shutdown(context.Background()) }()
+	b.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	consume := func(td ptrace.Traces) {
+		if err := c.ConsumeTraces(ctx, td); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for svc := range 100 {
 		var specs []spanSpec
 		for op := range 100 {
 			specs = append(specs, spanSpec{service: fmt.Sprint("svc-", svc), name: fmt.Sprint("/op/", op), end: 990, ms: float64(op)})
 		}
-		if err := c.ConsumeTraces(ctx, traces(specs...)); err != nil {
-			b.Fatal(err)
-		}
+		consume(traces(specs...))
 	}
 	var s *shared
 	registryMu.Lock()
@@ -235,6 +240,13 @@ func BenchmarkCheckpoint10kSeries(b *testing.B) {
 		s = st
 	}
 	registryMu.Unlock()
+	return st, s, consume
+}
+
+// BenchmarkCheckpoint10kSeries: one checkpoint (engine snapshot and encoding) of 10k series with one
+// open window each, [count, sum, p99]; ingest waits on the engine's shards while the snapshot runs.
+func BenchmarkCheckpoint10kSeries(b *testing.B) {
+	st, s, _ := checkpointed10k(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -242,4 +254,56 @@ func BenchmarkCheckpoint10kSeries(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(len(st.data[checkpointKey])), "checkpoint-bytes")
+}
+
+// BenchmarkIngestDuringCheckpoints: batches of 100 spans into the 10k series of
+// BenchmarkCheckpoint10kSeries, with checkpoints saved back to back in another goroutine (with
+// storage, one is taken at every firing); reports the ingest calls' p50, p99 and p99.9 and the
+// checkpoints taken meanwhile. With checkpoints=off, the same without them.
+func BenchmarkIngestDuringCheckpoints(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("checkpoints=%v", map[bool]string{false: "off", true: "on"}[on]), func(b *testing.B) {
+			_, s, consume := checkpointed10k(b)
+			batches := make([]ptrace.Traces, 100)
+			for i := range batches {
+				var specs []spanSpec
+				for op := range 100 {
+					specs = append(specs, spanSpec{service: fmt.Sprint("svc-", i), name: fmt.Sprint("/op/", op), end: 991, ms: float64(op)})
+				}
+				batches[i] = traces(specs...)
+			}
+			stop, stopped := make(chan struct{}), make(chan struct{})
+			saves := 0
+			go func() {
+				defer close(stopped)
+				for on {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					s.storage.save(context.Background())
+					saves++
+				}
+			}()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := range b.N {
+				td := ptrace.NewTraces()
+				batches[i%len(batches)].CopyTo(td)
+				began := time.Now()
+				consume(td)
+				lat = append(lat, time.Since(began))
+			}
+			b.StopTimer()
+			close(stop)
+			<-stopped
+			slices.Sort(lat)
+			at := func(q float64) float64 { return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Nanoseconds()) }
+			b.ReportMetric(at(0.5), "p50-ns")
+			b.ReportMetric(at(0.99), "p99-ns")
+			b.ReportMetric(at(0.999), "p99.9-ns")
+			b.ReportMetric(float64(saves), "checkpoints")
+		})
+	}
 }

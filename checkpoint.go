@@ -37,6 +37,7 @@ type checkpointer struct {
 	ext storage.Extension
 	// isOpen mirrors client != nil, for the emitter, which must not wait for mu.
 	isOpen atomic.Bool
+	snap   []byte // the engine's last snapshot, whose buffer the next one reuses (under mu)
 }
 
 // durable reports whether checkpoints are being written.
@@ -150,31 +151,46 @@ func (c *checkpointer) fingerprint() string {
 	return fmt.Sprintf("%+v", aggs)
 }
 
+// encode makes a checkpoint (under mu). The engine's snapshot goes into a buffer kept from one
+// checkpoint to the next, so that encoding grows no buffer and leaves the collector little garbage;
+// the checkpoint itself is a new buffer of its exact size, as a storage client may keep what it is
+// given.
 func (c *checkpointer) encode() []byte {
 	s := c.s
-	b := append([]byte(checkpointMagic), checkpointVersion)
 	fp := c.fingerprint()
-	b = binary.AppendUvarint(b, uint64(len(fp)))
-	b = append(b, fp...)
 	// The emitter's lock first: no emission may collect the engine's pending results between the
 	// snapshot (which holds them) and the queue (which would then hold them too).
 	em := s.emitter
 	em.mu.Lock()
-	defer em.mu.Unlock()
-	snap := s.engine.Snapshot(nil)
-	b = binary.AppendUvarint(b, uint64(len(snap)))
-	b = append(b, snap...)
+	c.snap = s.engine.Snapshot(c.snap[:0])
 	em.checkpointed = em.nextSeq // what is queued now is in this checkpoint
-	b = binary.AppendUvarint(b, uint64(len(em.queue)))
+	type queued struct {
+		input int
+		raw   []byte
+	}
+	batches := make([]queued, len(em.queue))
+	size := len(checkpointMagic) + 1 + 3*binary.MaxVarintLen64 + len(fp) + len(c.snap) + crc32.Size
 	var m pmetric.ProtoMarshaler
-	for _, p := range em.queue {
+	for i, p := range em.queue {
 		raw, err := m.MarshalMetrics(p.md)
 		if err != nil { // cannot happen for pdata built here; keep the rest
 			raw = nil
 		}
-		b = binary.AppendUvarint(b, uint64(p.to.input))
-		b = binary.AppendUvarint(b, uint64(len(raw)))
-		b = append(b, raw...)
+		batches[i] = queued{p.to.input, raw}
+		size += 2*binary.MaxVarintLen64 + len(raw)
+	}
+	em.mu.Unlock()
+	b := make([]byte, 0, size)
+	b = append(append(b, checkpointMagic...), checkpointVersion)
+	b = binary.AppendUvarint(b, uint64(len(fp)))
+	b = append(b, fp...)
+	b = binary.AppendUvarint(b, uint64(len(c.snap)))
+	b = append(b, c.snap...)
+	b = binary.AppendUvarint(b, uint64(len(batches)))
+	for _, q := range batches {
+		b = binary.AppendUvarint(b, uint64(q.input))
+		b = binary.AppendUvarint(b, uint64(len(q.raw)))
+		b = append(b, q.raw...)
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32c))
 }

@@ -37,6 +37,12 @@ type Engine struct {
 	collectMu sync.Mutex
 	spare     resultBuffer
 
+	// pin caps the watermark that batches apply to the shards while a snapshot runs (maxTime when
+	// none does), so that the snapshot can take the shards one at a time at one watermark.
+	pin atomic.Int64
+	// The snapshot's series and results sections, kept from one snapshot to the next (under collectMu).
+	snapSeries, snapResults encoder
+
 	batches sync.Pool // of *Batch, with their staging buffers
 }
 
@@ -70,6 +76,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.overflow = newShard(e.g, e.aggs, e.active)
 	e.dueAt.Store(e.g.nextBoundary(minTime))
+	e.pin.Store(maxTime)
 	return e, nil
 }
 
@@ -150,7 +157,7 @@ const noTouch = minTime - 1
 // Begin starts a batch at wall time now.
 func (e *Engine) Begin(now int64) *Batch {
 	b := e.batches.Get().(*Batch)
-	b.e, b.now, b.w, b.maxT, b.paneLo = e, now, e.wm.current(now), minTime, maxTime
+	b.e, b.now, b.w, b.maxT, b.paneLo = e, now, min(e.wm.current(now), e.pin.Load()), minTime, maxTime
 	b.src = 0
 	if e.wm.perSource {
 		b.touchSource(0, 0) // records staged before any SetSource belong to the shared source

@@ -19,23 +19,44 @@ const (
 // errSnapshotMismatch says that a snapshot was taken under another configuration.
 var errSnapshotMismatch = errors.New("snapshot was taken with a different window or aggregation configuration")
 
-// Snapshot appends the engine's whole state to dst. It first brings every shard to the watermark, so
-// that the state has one applied watermark.
+// Snapshot appends the engine's whole state to dst, at one applied watermark W. It takes the shards
+// one at a time, so that ingest waits for one shard's part of the snapshot at most: a batch that
+// begins meanwhile applies at most W (see pin), each shard is brought to W under its lock and its
+// series and results are encoded then, and records that come to a shard after its turn belong to the
+// next snapshot. A restore re-hashes the series into shards, so their order here does not matter.
 func (e *Engine) Snapshot(dst []byte) []byte {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()
-	shards := e.allShards()
-	for _, sh := range shards {
-		sh.mu.Lock()
-		defer sh.mu.Unlock()
-	}
-	// The watermark's state first, then W: a concurrent Begin or End may raise W in between (neither
-	// needs a shard's lock), and W read second is at least the state's.
+	// The pin first, at a W no later than the one taken: a batch that began before it applies a W
+	// raised before the W taken below, so at most that; one that begins after it, at most the pin.
+	// Then the watermark's state, then W: a concurrent Begin or End may raise W in between, and W
+	// read second is at least the state's.
 	now := e.clock.Now()
+	e.pin.Store(e.wm.current(now))
+	defer e.pin.Store(maxTime)
 	wst := e.wm.state(now)
 	w := e.wm.current(now)
-	for _, sh := range shards {
+	e.pin.Store(w)
+	ser, res := &e.snapSeries, &e.snapResults
+	ser.b, res.b = ser.b[:0], res.b[:0]
+	var nSeries, nResults int
+	// Backwards: a batch walks the shards forwards, so it meets this walk once, rather than follow it
+	// from shard to shard.
+	shards := e.allShards()
+	for i := len(shards) - 1; i >= 0; i-- {
+		sh := shards[i]
+		sh.mu.Lock()
 		sh.flush(w)
+		for _, se := range sh.list {
+			se.putHead(sh)
+			encodeSeries(ser, se)
+		}
+		for i := range sh.pending.items {
+			encodeResult(res, &sh.pending.items[i])
+		}
+		nSeries += len(sh.list)
+		nResults += len(sh.pending.items)
+		sh.mu.Unlock()
 	}
 	enc := &encoder{b: append(dst, snapshotMagic...)}
 	enc.uvarint(snapshotVersion)
@@ -58,24 +79,10 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 		enc.bytes(src.key)
 		enc.varint(src.maxEvent)
 	}
-	var nSeries, nResults int
-	for _, sh := range shards {
-		nSeries += len(sh.list)
-		nResults += len(sh.pending.items)
-	}
 	enc.uvarint(uint64(nSeries))
-	for _, sh := range shards {
-		for _, se := range sh.list {
-			se.putHead(sh)
-			encodeSeries(enc, se)
-		}
-	}
+	enc.b = append(enc.b, ser.b...)
 	enc.uvarint(uint64(nResults))
-	for _, sh := range shards {
-		for i := range sh.pending.items {
-			encodeResult(enc, &sh.pending.items[i])
-		}
-	}
+	enc.b = append(enc.b, res.b...)
 	return enc.b
 }
 
