@@ -199,6 +199,9 @@ type aggregation struct {
 	spanKinds uint8 // bit per ptrace.SpanKind; 0: any
 	where     []condition
 	groupBy   []keyRef
+	// stampsInstance: its output resources carry the collector's service.instance.id (it does not
+	// group by that key)
+	stampsInstance bool
 	// value
 	duration  bool    // the span duration, divided by unitScale
 	unitScale float64 // nanoseconds per unit
@@ -234,6 +237,7 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 	for _, k := range a.GroupBy {
 		c.groupBy = append(c.groupBy, newKeyRef(k, a.Signal))
 	}
+	c.stampsInstance = stampsInstance(c)
 	switch {
 	case a.isDuration():
 		c.duration, c.hasValue = true, true

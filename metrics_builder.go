@@ -20,6 +20,10 @@ type metricsBuilder struct {
 	aggs        []*aggregation
 	version     string
 	temporality pmetric.AggregationTemporality // of the additive outputs
+	// instance is the collector's service.instance.id, put on the output resources of the
+	// aggregations that do not group by that key (see stampsInstance), so that a backend sees each
+	// series from one writer when several collectors compute them; "" if the collector has none.
+	instance string
 
 	md     pmetric.Metrics
 	points int
@@ -38,6 +42,20 @@ type metricsBuilder struct {
 type resourceOut struct {
 	sm    pmetric.ScopeMetrics
 	byAgg []*aggOut // by aggregation index, made on first use
+}
+
+// instanceKey is the resource attribute that names the collector that computed a result.
+const instanceKey = "service.instance.id"
+
+// stampsInstance reports whether aggregation a's output resources get the collector's
+// service.instance.id: unless it groups by that key, which then comes from the records.
+func stampsInstance(a *aggregation) bool {
+	for _, k := range a.groupBy {
+		if k.name == instanceKey {
+			return false
+		}
+	}
+	return true
 }
 
 // aggOut is one aggregation's metrics under one resource: the metric of each of its outputs (by index
@@ -97,7 +115,10 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	b.resKey.Reset()
 	// The resource's identity: the name and value of every group-by position whose value came from
 	// the resource, so that results with equal resource attributes share a resource, and equal values
-	// under other names do not.
+	// under other names do not; and whether it carries the collector's service.instance.id.
+	if b.instance != "" && !a.stampsInstance {
+		b.resKey.Str(serieskey.Record, instanceKey)
+	}
 	if !r.Overflow {
 		keys := a.groupBy
 		// Keys come from this component's own builder: a decoding error cannot happen short of memory
@@ -268,6 +289,9 @@ func (b *metricsBuilder) resource(agg int) *aggOut {
 			if v.Source == serieskey.Resource && i < len(keys) {
 				putValue(rm.Resource().Attributes(), keys[i].name, v)
 			}
+		}
+		if b.instance != "" && b.aggs[agg].stampsInstance {
+			rm.Resource().Attributes().PutStr(instanceKey, b.instance)
 		}
 		sm := rm.ScopeMetrics().AppendEmpty()
 		sm.Scope().SetName(scopeName)

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
@@ -86,6 +87,17 @@ func acquire(ctx context.Context, set component.TelemetrySettings, id component.
 	return s, nil
 }
 
+// instanceID is the collector's service.instance.id, from the resource of its own telemetry (which the
+// collector fills in, with a new UUID at each start unless service::telemetry::resource sets one);
+// "" if there is none.
+func instanceID(res pcommon.Resource) string {
+	v, ok := res.Attributes().Get(instanceKey)
+	if !ok {
+		return ""
+	}
+	return v.AsString()
+}
+
 func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, clk clock.Clock) (*shared, error) {
 	s := &shared{id: id, cfg: cfg, logger: set.Logger, drained: make([]bool, len(cfg.Aggregations))}
 	ecfg := stream.Config{
@@ -128,6 +140,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	}
 	for i := range s.emitter.builders {
 		s.emitter.builders[i] = newMetricsBuilder(s.aggs, v, t)
+		s.emitter.builders[i].instance = instanceID(set.Resource)
 		s.emitter.builders[i].maxPoints = cfg.Emit.MaxPointsPerSend
 	}
 	if err := s.tel.observe(s); err != nil {
