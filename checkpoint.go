@@ -16,13 +16,14 @@ import (
 )
 
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
-// aggregation names it was taken with, the engine snapshot (watermark, open windows, fired results
+// aggregation names it was taken with, (from version 3) the service.instance.id its results carry, the
+// engine snapshot (watermark, open windows, fired results
 // not yet collected), the result batches kept for retry, and (from version 2) a CRC-32C of all that
 // before it, so that any damage of up to 32 bits in a row, and most other damage, is detected.
 const (
 	checkpointKey     = "window_aggregator.state"
 	checkpointMagic   = "WACP"
-	checkpointVersion = 2
+	checkpointVersion = 3
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
@@ -169,7 +170,7 @@ func (c *checkpointer) encode() []byte {
 		raw   []byte
 	}
 	batches := make([]queued, len(em.queue))
-	size := len(checkpointMagic) + 1 + 3*binary.MaxVarintLen64 + len(fp) + len(c.snap) + crc32.Size
+	size := len(checkpointMagic) + 1 + 4*binary.MaxVarintLen64 + len(fp) + len(s.instance) + len(c.snap) + crc32.Size
 	var m pmetric.ProtoMarshaler
 	for i, p := range em.queue {
 		raw, err := m.MarshalMetrics(p.md)
@@ -184,6 +185,8 @@ func (c *checkpointer) encode() []byte {
 	b = append(append(b, checkpointMagic...), checkpointVersion)
 	b = binary.AppendUvarint(b, uint64(len(fp)))
 	b = append(b, fp...)
+	b = binary.AppendUvarint(b, uint64(len(s.instance)))
+	b = append(b, s.instance...)
 	b = binary.AppendUvarint(b, uint64(len(c.snap)))
 	b = append(b, c.snap...)
 	b = binary.AppendUvarint(b, uint64(len(batches)))
@@ -205,16 +208,17 @@ func (c *checkpointer) decode(b []byte) error {
 	if len(b) < len(checkpointMagic)+1 || string(b[:len(checkpointMagic)]) != checkpointMagic {
 		return errCheckpointCorrupt
 	}
-	switch v := b[len(checkpointMagic)]; v {
+	version := b[len(checkpointMagic)]
+	switch version {
 	case 1: // before checksums: read as it is
-	case checkpointVersion:
+	case 2, checkpointVersion:
 		n := len(b) - 4
 		if n < len(checkpointMagic)+1 || binary.LittleEndian.Uint32(b[n:]) != crc32.Checksum(b[:n], crc32c) {
 			return errCheckpointChecksum
 		}
 		b = b[:n]
 	default:
-		return fmt.Errorf("checkpoint format version %d, this build reads versions 1 and %d", v, checkpointVersion)
+		return fmt.Errorf("checkpoint format version %d, this build reads versions 1 to %d", version, checkpointVersion)
 	}
 	b = b[len(checkpointMagic)+1:]
 	next := func() ([]byte, bool) {
@@ -232,6 +236,12 @@ func (c *checkpointer) decode(b []byte) error {
 	}
 	if string(fp) != c.fingerprint() {
 		return fmt.Errorf("checkpoint was taken with aggregations %q, now configured: %q", fp, c.fingerprint())
+	}
+	var instance []byte // before version 3: none kept
+	if version >= 3 {
+		if instance, ok = next(); !ok {
+			return errCheckpointCorrupt
+		}
 	}
 	snap, ok := next()
 	if !ok {
@@ -269,6 +279,13 @@ func (c *checkpointer) decode(b []byte) error {
 	}
 	if err := s.engine.Restore(snap); err != nil {
 		return err
+	}
+	if id := string(instance); id != "" && id != s.instance {
+		// The restored series go on under the id they were written with: another would make them new
+		// series in the backend, besides the old ones, until those go stale.
+		s.logger.Info("Window results go on under the service.instance.id of the checkpoint, not this collector's",
+			zap.String("checkpoint", id), zap.String("collector", s.instance))
+		s.setInstance(id)
 	}
 	em := s.emitter
 	em.mu.Lock()

@@ -81,3 +81,39 @@ func TestOutputsCarryTheCollectorsInstanceID(t *testing.T) {
 		})
 	}
 }
+
+// With storage, the restored series go on under the service.instance.id they were written with, also
+// when the collector restarts with another (by default it makes up a new one at each start): else the
+// backend would see each of them as a new series beside the old one.
+func TestRestoredSeriesKeepTheirInstanceID(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Storage = &storageID
+	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: []string{"service.name"}, Outputs: []string{"count"}}}
+	st := &memStorage{data: map[string][]byte{}}
+	run := func(collectorID string, specs ...spanSpec) []string {
+		sink := new(consumertest.MetricsSink)
+		set := connectortest.NewNopSettings(Type)
+		set.TelemetrySettings = componenttest.NewNopTelemetrySettings()
+		set.Resource.Attributes().PutStr("service.instance.id", collectorID)
+		c, err := NewConnectorFactory().CreateTracesToMetrics(testContext(t), set, cfg, sink)
+		must(t, err)
+		must(t, c.Start(context.Background(), hostWith{storageID: st}))
+		must(t, c.ConsumeTraces(context.Background(), traces(specs...)))
+		settleAll(t)
+		must(t, c.Shutdown(context.Background()))
+		return resourcesOf(sink.AllMetrics())
+	}
+	if got := run("first", spanSpec{service: "a", name: "/x", end: 1, ms: 1}); len(got) != 0 {
+		t.Fatalf("the window [0,10) fired before its end: %v", got)
+	}
+	got := run("second", spanSpec{service: "a", name: "/x", end: 11, ms: 1})
+	if want := "service.instance.id=first,service.name=a: lat.count"; len(got) == 0 || got[0] != want {
+		t.Errorf("after the restart, output resources %v, want %q", got, want)
+	}
+	delete(st.data, checkpointKey) // no checkpoint: the collector's own id
+	got = run("third", spanSpec{service: "a", name: "/x", end: 21, ms: 1}, spanSpec{service: "a", name: "/x", end: 31, ms: 1})
+	if want := "service.instance.id=third,service.name=a: lat.count"; len(got) == 0 || got[0] != want {
+		t.Errorf("without a checkpoint, output resources %v, want %q", got, want)
+	}
+}

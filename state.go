@@ -36,7 +36,10 @@ type shared struct {
 	engine               *stream.Engine
 	tel                  *telemetry
 	emitter              *emitter
-	storage              *checkpointer
+	// instance is the service.instance.id that output resources carry: the collector's, or the one
+	// of the restored checkpoint (see checkpointer.decode); "" for none
+	instance string
+	storage  *checkpointer
 
 	mu        sync.Mutex
 	instances int // created and not yet shut down
@@ -98,6 +101,14 @@ func instanceID(res pcommon.Resource) string {
 	return v.AsString()
 }
 
+// setInstance sets the service.instance.id that output resources carry (before start).
+func (s *shared) setInstance(id string) {
+	s.instance = id
+	for _, b := range s.emitter.builders {
+		b.instance = id
+	}
+}
+
 func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, clk clock.Clock) (*shared, error) {
 	s := &shared{id: id, cfg: cfg, logger: set.Logger, drained: make([]bool, len(cfg.Aggregations))}
 	ecfg := stream.Config{
@@ -140,9 +151,9 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	}
 	for i := range s.emitter.builders {
 		s.emitter.builders[i] = newMetricsBuilder(s.aggs, v, t)
-		s.emitter.builders[i].instance = instanceID(set.Resource)
 		s.emitter.builders[i].maxPoints = cfg.Emit.MaxPointsPerSend
 	}
+	s.setInstance(instanceID(set.Resource))
 	if err := s.tel.observe(s); err != nil {
 		return nil, err
 	}
