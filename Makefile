@@ -3,6 +3,10 @@ GO      ?= go
 export GOTOOLCHAIN := local
 BUILDER := $(GO) run go.opentelemetry.io/collector/cmd/builder@v0.165.0
 DIST    := _build/otelcol-windowaggregator/otelcol-windowaggregator
+# The gateway tier (README, "Scaling out"): the load-balancing exporter is served only at v0.161.0,
+# so this distribution is built with that release's builder and modules, on its own.
+GATEWAY_BUILDER := $(GO) run go.opentelemetry.io/collector/cmd/builder@v0.161.0
+GATEWAY := _build/otelcol-windowaggregator-gateway/otelcol-windowaggregator-gateway
 LOADGEN := _build/loadgen
 PROMETHEUS := _build/prometheus/usr/bin/prometheus
 SOURCES := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null)
@@ -30,11 +34,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./processor/sketch/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./processor/serieskey/
 
-# The collector distribution, rebuilt when the component or builder-config.yaml changes.
-dist: $(DIST)
+# The collector distributions, rebuilt when the component or their builder config changes.
+dist: $(DIST) $(GATEWAY)
 $(DIST): builder-config.yaml $(SOURCES)
 	@mkdir -p _build
 	$(BUILDER) --config builder-config.yaml
+$(GATEWAY): builder-config-gateway.yaml
+	@mkdir -p _build
+	$(GATEWAY_BUILDER) --config builder-config-gateway.yaml
 
 # Prometheus 2.42, the server the end-to-end tests scrape into and remote-write into: Debian's
 # package, unpacked into _build/prometheus (apt-get download and dpkg -x install nothing and start no
@@ -55,7 +62,7 @@ $(LOADGEN): $(SOURCES)
 	$(GO) build -o $(LOADGEN) ./cmd/loadgen
 
 # Builds the distribution, runs it on examples/demo.yaml and feeds it demo traffic; Ctrl-C stops both.
-demo: dist loadgen
+demo: $(DIST) loadgen
 	./scripts/demo.sh $(DIST) $(LOADGEN)
 
 # Engine and sketch micro-benchmarks, and the side-by-side comparison with span_metrics (bench/), at

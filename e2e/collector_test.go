@@ -26,8 +26,8 @@ import (
 	_ "google.golang.org/grpc/encoding/gzip" // the exporters compress with gzip by default
 )
 
-// distBinary is built once by TestMain.
-var distBinary string
+// distBinary and gatewayBinary are built once by TestMain.
+var distBinary, gatewayBinary string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -37,25 +37,32 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		distBinary = filepath.Join(root, "_build", "otelcol-windowaggregator", "otelcol-windowaggregator")
-		if err := buildDistribution(root); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+		gatewayBinary = filepath.Join(root, "_build", "otelcol-windowaggregator-gateway", "otelcol-windowaggregator-gateway")
+		for _, d := range []struct{ builder, config string }{
+			{"v0.165.0", "builder-config.yaml"},
+			{"v0.161.0", "builder-config-gateway.yaml"}, // the load-balancing exporter's one release
+		} {
+			if err := buildDistribution(root, d.builder, d.config); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
 		}
 	}
 	os.Exit(m.Run())
 }
 
-// buildDistribution runs the collector builder v0.165.0 on builder-config.yaml, through the Go toolchain.
-func buildDistribution(root string) error {
+// buildDistribution runs the collector builder of version on the builder config, through the Go
+// toolchain (whose build cache makes a rebuild of unchanged sources quick).
+func buildDistribution(root, version, config string) error {
 	if err := os.MkdirAll(filepath.Join(root, "_build"), 0o755); err != nil {
 		return err
 	}
-	cmd := exec.Command("go", "run", "go.opentelemetry.io/collector/cmd/builder@v0.165.0", "--config", "builder-config.yaml")
+	cmd := exec.Command("go", "run", "go.opentelemetry.io/collector/cmd/builder@"+version, "--config", config)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("building the distribution: %v\n%s", err, out)
+		return fmt.Errorf("building the distribution of %s: %v\n%s", config, err, out)
 	}
 	return nil
 }
@@ -158,8 +165,14 @@ func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return 
 // receiverAddr accepts connections.
 func startCollector(t *testing.T, config, receiverAddr string) *collector {
 	t.Helper()
+	return startBinary(t, distBinary, config, receiverAddr)
+}
+
+// startBinary is startCollector for the collector binary bin.
+func startBinary(t *testing.T, bin, config, receiverAddr string) *collector {
+	t.Helper()
 	path := writeConfig(t, "config.yaml", config)
-	c := &collector{cmd: exec.Command(distBinary, "--config", path), output: &syncBuffer{}, done: make(chan error, 1)}
+	c := &collector{cmd: exec.Command(bin, "--config", path), output: &syncBuffer{}, done: make(chan error, 1)}
 	c.cmd.Stdout, c.cmd.Stderr = c.output, c.output
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)

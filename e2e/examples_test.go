@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -14,7 +15,11 @@ func TestExampleConfigsValidate(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			out, err := validate(f)
+			bin := distBinary
+			if strings.HasSuffix(f, "-gateway.yaml") { // the gateway tier's distribution
+				bin = gatewayBinary
+			}
+			out, err := validateWith(bin, f)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}

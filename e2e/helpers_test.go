@@ -69,7 +69,12 @@ func writeConfig(t *testing.T, name, config string) string {
 
 // validate runs the distribution's validate command on the config file at path.
 func validate(path string) ([]byte, error) {
-	return exec.Command(distBinary, "validate", "--config", path).CombinedOutput()
+	return validateWith(distBinary, path)
+}
+
+// validateWith runs the validate command of the collector binary bin on the config file at path.
+func validateWith(bin, path string) ([]byte, error) {
+	return exec.Command(bin, "validate", "--config", path).CombinedOutput()
 }
 
 // checkOutputContains fails the test for each of wants that out (named what in the message) lacks.
