@@ -20,9 +20,10 @@ import (
 )
 
 // scaleOutInstance is the config of one window_aggregator instance: count by service and span name
-// in 10 s windows, window by window, to the test's server at out, with its own telemetry on telPort
-// and, when id is not "", service.instance.id set to id (else the collector makes one up).
-func scaleOutInstance(recv, telPort int, out, id string) string {
+// in 10 s windows, with settings (windowByWindow, or "" for cumulative points), to the test's server
+// at out, with its own telemetry on telPort and, when id is not "", service.instance.id set to id
+// (else the collector makes one up).
+func scaleOutInstance(recv, telPort int, out, id, settings string) string {
 	resource := ""
 	if id != "" {
 		resource = fmt.Sprintf(`
@@ -31,8 +32,7 @@ func scaleOutInstance(recv, telPort int, out, id string) string {
 	return otlpReceiver(recv) + fmt.Sprintf(`
 connectors:
   window_aggregator:
-    window: {size: 10s}
-`+windowByWindow+`
+    window: {size: 10s}%s
     aggregations:
       - {name: lat, signal: spans, group_by: [service.name, span.name], outputs: [count]}
 exporters:%s
@@ -40,7 +40,7 @@ service:%s%s
   pipelines:
     traces: {receivers: [otlp], exporters: [window_aggregator]}
     metrics: {receivers: [window_aggregator], exporters: [otlp_grpc]}
-`, otlpExporter("otlp_grpc", out), telemetryConfig(telPort), resource)
+`, settings, otlpExporter("otlp_grpc", out), telemetryConfig(telPort), resource)
 }
 
 // gatewayConfig is the gateway tier: OTLP in, the load-balancing exporter out to backends, routing
@@ -69,10 +69,10 @@ type scaleOutNode struct {
 	telPort int
 }
 
-func startScaleOutNode(t *testing.T, out, id string) *scaleOutNode {
+func startScaleOutNode(t *testing.T, out, id, settings string) *scaleOutNode {
 	t.Helper()
 	n := &scaleOutNode{recv: freePort(t), telPort: freePort(t)}
-	n.col = startCollector(t, scaleOutInstance(n.recv, n.telPort, out, id), loopback(n.recv))
+	n.col = startCollector(t, scaleOutInstance(n.recv, n.telPort, out, id, settings), loopback(n.recv))
 	return n
 }
 
@@ -116,7 +116,7 @@ func scaleOutTraffic(windowStart int64, requests int, sent map[string]int) []ptr
 // countPoint is one lat.count data point as the backend received it.
 type countPoint struct {
 	instance, series string // service.instance.id; service and span name
-	start            int64
+	start, end       int64
 	value            float64
 }
 
@@ -142,7 +142,7 @@ func (s *otlpServer) countPoints() []countPoint {
 						dp := dps.At(l)
 						name, _ := dp.Attributes().Get("span.name")
 						out = append(out, countPoint{instance: instance.AsString(), series: service.AsString() + "|" + name.AsString(),
-							start: int64(dp.StartTimestamp()), value: float64(dp.IntValue()) + dp.DoubleValue()})
+							start: int64(dp.StartTimestamp()), end: int64(dp.Timestamp()), value: float64(dp.IntValue()) + dp.DoubleValue()})
 					}
 				}
 			}
@@ -153,21 +153,25 @@ func (s *otlpServer) countPoints() []countPoint {
 
 func TestScaleOutBehindTheLoadBalancer(t *testing.T) {
 	skipShort(t)
-	for _, routing := range []struct{ name, config string }{
-		{"service", "routing_key: service"},
-		{"attributes", "routing_key: attributes\n    routing_attributes: [service.name, span.name]"},
+	const service = "routing_key: service"
+	for _, tc := range []struct{ name, routing, settings string }{
+		{"routing_key=service", service, windowByWindow},
+		{"routing_key=attributes", "routing_key: attributes\n    routing_attributes: [service.name, span.name]", windowByWindow},
+		{"routing_key=service,cumulative", service, ""},
 	} {
-		t.Run("routing_key="+routing.name, func(t *testing.T) {
-			testScaleOut(t, routing.config)
+		t.Run(tc.name, func(t *testing.T) {
+			testScaleOut(t, tc.routing, tc.settings)
 		})
 	}
 }
 
-func testScaleOut(t *testing.T, routing string) {
+// testScaleOut runs the tiers with the gateway's routing and the instances' settings. Delta points
+// (windowByWindow) are checked window by window; cumulative ones by their last totals.
+func testScaleOut(t *testing.T, routing, settings string) {
 	base, at := pastBase()
 	srv, refSrv := startServer(t), startServer(t)
-	a, b := startScaleOutNode(t, srv.addr, "wa-a"), startScaleOutNode(t, srv.addr, "wa-b")
-	ref := startScaleOutNode(t, refSrv.addr, "wa-ref") // one instance given all the traffic
+	a, b := startScaleOutNode(t, srv.addr, "wa-a", settings), startScaleOutNode(t, srv.addr, "wa-b", settings)
+	ref := startScaleOutNode(t, refSrv.addr, "wa-ref", settings) // one instance given all the traffic
 	refClient := dial(t, loopback(ref.recv))
 	sent := map[string]int{}
 	total := 0
@@ -197,7 +201,7 @@ func testScaleOut(t *testing.T, routing string) {
 	// The second window, after the gateway restarts with a third instance, whose service.instance.id
 	// the collector makes up.
 	gw.stop(t)
-	c := startScaleOutNode(t, srv.addr, "")
+	c := startScaleOutNode(t, srv.addr, "", settings)
 	gwPort = freePort(t)
 	gw = startBinary(t, gatewayBinary, gatewayConfig(gwPort, routing, []string{loopback(a.recv), loopback(b.recv), loopback(c.recv)}), loopback(gwPort))
 	send(dial(t, loopback(gwPort)), []*scaleOutNode{a, b, c}, scaleOutTraffic(at(10), 10, sent))
@@ -207,7 +211,8 @@ func testScaleOut(t *testing.T, routing string) {
 		n.col.stop(t)
 	}
 
-	points, refPoints := srv.countPoints(), refSrv.countPoints()
+	cumulative := settings == ""
+	points, refPoints := windowCounts(t, srv.countPoints(), cumulative), windowCounts(t, refSrv.countPoints(), cumulative)
 	instances := map[string]bool{}
 	writers := map[string]map[string]bool{} // series and window -> instances
 	got, want, refTotals := map[string]float64{}, map[string]float64{}, map[string]float64{}
@@ -279,6 +284,37 @@ func testScaleOut(t *testing.T, routing string) {
 	}
 	t.Logf("records %d (%d series); first window per instance: %v; second: %v; series that moved to another instance: %d of %d",
 		total, len(sent), first, second, moved, len(sent))
+}
+
+// windowCounts turns the count points into what each instance counted per series and window,
+// stamped with the window's start: delta points as they are; cumulative ones (whose start is the
+// series' start) as the growth of each instance's series from one window end to the next, which
+// must never be negative, leaving out windows where it did not grow (a series that moved to another
+// instance goes on with its last total on the old one until it expires).
+func windowCounts(t *testing.T, points []countPoint, cumulative bool) []countPoint {
+	t.Helper()
+	if !cumulative {
+		return points
+	}
+	byWriter := map[string][]countPoint{}
+	for _, p := range points {
+		byWriter[p.instance+" "+p.series] = append(byWriter[p.instance+" "+p.series], p)
+	}
+	var out []countPoint
+	for w, ps := range byWriter {
+		slices.SortFunc(ps, func(a, b countPoint) int { return int(a.end - b.end) })
+		last := 0.0
+		for _, p := range ps {
+			if p.value < last {
+				t.Errorf("%s: the total went back from %v to %v at %d", w, last, p.value, p.end)
+			}
+			if p.value > last {
+				out = append(out, countPoint{instance: p.instance, series: p.series, start: p.end - 10*sec, end: p.end, value: p.value - last})
+			}
+			last = max(last, p.value)
+		}
+	}
+	return out
 }
 
 func keysOf[V any](m map[string]V) []string {
