@@ -38,11 +38,13 @@ type checkpointer struct {
 	ext storage.Extension
 	// isOpen mirrors client != nil, for the emitter, which must not wait for mu.
 	isOpen atomic.Bool
-	snap   []byte // the engine's last snapshot, whose buffer the next one reuses (under mu)
+	// failing: the last save failed; until one succeeds the state is not durable.
+	failing atomic.Bool
+	snap    []byte // the engine's last snapshot, whose buffer the next one reuses (under mu)
 }
 
 // durable reports whether checkpoints are being written.
-func (c *checkpointer) durable() bool { return c.isOpen.Load() }
+func (c *checkpointer) durable() bool { return c.isOpen.Load() && !c.failing.Load() }
 
 func newCheckpointer(s *shared) *checkpointer { return &checkpointer{s: s} }
 
@@ -152,11 +154,11 @@ func (c *checkpointer) fingerprint() string {
 	return fmt.Sprintf("%+v", aggs)
 }
 
-// encode makes a checkpoint (under mu). The engine's snapshot goes into a buffer kept from one
-// checkpoint to the next, so that encoding grows no buffer and leaves the collector little garbage;
-// the checkpoint itself is a new buffer of its exact size, as a storage client may keep what it is
-// given.
-func (c *checkpointer) encode() []byte {
+// encode makes a checkpoint (under mu), and returns it with the sequence number below which the
+// queued batches are in it. The engine's snapshot goes into a buffer kept from one checkpoint to the
+// next, so that encoding grows no buffer and leaves the collector little garbage; the checkpoint
+// itself is a new buffer, as a storage client may keep what it is given.
+func (c *checkpointer) encode() (data []byte, seq uint64) {
 	s := c.s
 	fp := c.fingerprint()
 	// The emitter's lock first: no emission may collect the engine's pending results between the
@@ -164,21 +166,31 @@ func (c *checkpointer) encode() []byte {
 	em := s.emitter
 	em.mu.Lock()
 	c.snap = s.engine.Snapshot(c.snap[:0])
-	em.checkpointed = em.nextSeq // what is queued now is in this checkpoint
+	seq = em.nextSeq
 	type queued struct {
 		input int
 		raw   []byte
 	}
-	batches := make([]queued, len(em.queue))
+	batches := make([]queued, 0, len(em.queue))
 	size := len(checkpointMagic) + 1 + 4*binary.MaxVarintLen64 + len(fp) + len(s.instance) + len(c.snap) + crc32.Size
 	var m pmetric.ProtoMarshaler
-	for i, p := range em.queue {
-		raw, err := m.MarshalMetrics(p.md)
-		if err != nil { // cannot happen for pdata built here; keep the rest
-			raw = nil
+	for i := range em.queue {
+		p := &em.queue[i]
+		if p.raw == nil {
+			// A batch is encoded once, at the first checkpoint that holds it, which is before it is
+			// sent while storage is durable. One being sent without (storage was failing) is left
+			// out: encoding it would read what its consumer may be changing.
+			if em.hasInFlight && p.md == em.inFlight {
+				continue
+			}
+			raw, err := m.MarshalMetrics(p.md)
+			if err != nil { // cannot happen for pdata built here; keep the rest
+				continue
+			}
+			p.raw = raw
 		}
-		batches[i] = queued{p.to.input, raw}
-		size += 2*binary.MaxVarintLen64 + len(raw)
+		batches = append(batches, queued{p.to.input, p.raw})
+		size += 2*binary.MaxVarintLen64 + len(p.raw)
 	}
 	em.mu.Unlock()
 	b := make([]byte, 0, size)
@@ -195,7 +207,10 @@ func (c *checkpointer) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(len(q.raw)))
 		b = append(b, q.raw...)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32c))
+	if cap(c.snap) > 4*len(c.snap)+64<<10 { // after a peak of series: let the memory go
+		c.snap = nil
+	}
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32c)), seq
 }
 
 var (
@@ -299,20 +314,31 @@ func (c *checkpointer) decode(b []byte) error {
 	return nil
 }
 
-// save writes a checkpoint; a failure is logged and counted, and the next save tries again.
+// save writes a checkpoint; a failure is logged and counted, and the next save tries again. The
+// batches the checkpoint holds are released for delivery once the storage has taken it. While saves
+// fail, the state is not durable: results go out without waiting for a checkpoint, as when storage
+// cannot be opened, rather than pile up until the bound drops them.
 func (c *checkpointer) save(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.client == nil && (c.ext == nil || !c.open(ctx)) {
 		return
 	}
-	data := c.encode()
+	data, seq := c.encode()
+	em := c.s.emitter
 	if err := c.client.Set(ctx, checkpointKey, data); err != nil {
 		c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
-		c.s.logger.Error("Cannot save the window state checkpoint", zap.Error(err))
+		c.s.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
+		c.failing.Store(true)
+		em.wakeDelivery()
 		return
 	}
+	em.mu.Lock()
+	em.checkpointed = max(em.checkpointed, seq)
+	em.mu.Unlock()
+	c.failing.Store(false)
 	c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
+	em.wakeDelivery()
 }
 
 func (c *checkpointer) shutdown(ctx context.Context) error {

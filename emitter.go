@@ -41,6 +41,7 @@ type pendingBatch struct {
 	md     pmetric.Metrics
 	points int
 	seq    uint64 // in queueing order; see emitter.checkpointed
+	raw    []byte // its encoding, made by the first checkpoint that holds it (under mu)
 }
 
 // emitter takes results out of the engine, turns them into pdata and queues them for the sinks,
@@ -66,7 +67,7 @@ type emitter struct {
 	hasInFlight bool
 
 	// With durable storage, a batch is delivered only once a checkpoint holds it: those with seq below
-	// checkpointed (set by the checkpoint's encode, under mu).
+	// checkpointed (set once the storage has taken the checkpoint, under mu).
 	nextSeq, checkpointed uint64
 
 	wake    chan struct{} // a collection is due (ingest); capacity 1

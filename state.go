@@ -101,7 +101,8 @@ func instanceID(res pcommon.Resource) string {
 	return v.AsString()
 }
 
-// setInstance sets the service.instance.id that output resources carry (before start).
+// setInstance sets the service.instance.id that output resources carry: at creation, and at the
+// restore in the first Start, before the component's goroutines run.
 func (s *shared) setInstance(id string) {
 	s.instance = id
 	for _, b := range s.emitter.builders {

@@ -272,7 +272,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorPendingPoints, err = builder.meter.Int64ObservableGauge(
 		"otelcol_window_aggregator_pending_points",
-		metric.WithDescription("Result data points waiting for delivery (queued, or in the request being sent), at most emit.max_pending_points. [Alpha]"),
+		metric.WithDescription("Result data points waiting for delivery (queued, or in the request being sent), bounded by emit.max_pending_points (which the request being sent may exceed). [Alpha]"),
 		metric.WithUnit("{point}"),
 	)
 	errs = errors.Join(errs, err)

@@ -164,7 +164,7 @@ func AssertEqualWindowAggregatorOverflowSeries(t *testing.T, tt *componenttest.T
 func AssertEqualWindowAggregatorPendingPoints(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_pending_points",
-		Description: "Result data points waiting for delivery (queued, or in the request being sent), at most emit.max_pending_points. [Alpha]",
+		Description: "Result data points waiting for delivery (queued, or in the request being sent), bounded by emit.max_pending_points (which the request being sent may exceed). [Alpha]",
 		Unit:        "{point}",
 		Data: metricdata.Gauge[int64]{
 			DataPoints: dps,

@@ -40,8 +40,8 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 	ser, res := &e.snapSeries, &e.snapResults
 	ser.b, res.b = ser.b[:0], res.b[:0]
 	var nSeries, nResults int
-	// Backwards: a batch walks the shards forwards, so it meets this walk once, rather than follow it
-	// from shard to shard.
+	// Backwards: a batch walks the shards forwards (from a random one), so it crosses this walk
+	// rather than follow it from shard to shard.
 	shards := e.allShards()
 	for i := len(shards) - 1; i >= 0; i-- {
 		sh := shards[i]
