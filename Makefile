@@ -24,15 +24,17 @@ test: prometheus
 
 # A short run of every fuzz target, on top of the committed seed corpora that `go test` replays. A
 # count of executions rather than a duration: a duration can end while an input is running, which Go
-# reports as a failure ("context deadline exceeded") on a loaded machine.
+# reports as a failure ("context deadline exceeded") on a loaded machine. Minimizing each new
+# interesting input is bounded by a count too: by default Go spends up to a minute on each.
 FUZZTIME ?= 20000x
+FUZZFLAGS = -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 200x
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME) .
-	$(GO) test -run '^$$' -fuzz '^FuzzIngestTraces$$' -fuzztime $(FUZZTIME) .
-	$(GO) test -run '^$$' -fuzz '^FuzzIngestLogs$$' -fuzztime $(FUZZTIME) .
-	$(GO) test -run '^$$' -fuzz '^FuzzIngest$$' -fuzztime $(FUZZTIME) ./processor/stream/
-	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./processor/sketch/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./processor/serieskey/
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzConfig$$' .
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngestTraces$$' .
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngestLogs$$' .
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngest$$' ./processor/stream/
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzUnmarshal$$' ./processor/sketch/
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzDecode$$' ./processor/serieskey/
 
 # The collector distributions, rebuilt when the component or their builder config changes.
 dist: $(DIST) $(GATEWAY)
