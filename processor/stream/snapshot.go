@@ -83,6 +83,11 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 	enc.b = append(enc.b, ser.b...)
 	enc.uvarint(uint64(nResults))
 	enc.b = append(enc.b, res.b...)
+	for _, kept := range []*encoder{ser, res} {
+		if cap(kept.b) > 4*len(kept.b)+64<<10 { // after a peak of series: let the memory go
+			kept.b = nil
+		}
+	}
 	return enc.b
 }
 
