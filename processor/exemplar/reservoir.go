@@ -1,0 +1,175 @@
+// Package exemplar keeps example spans of a data point's values: the span with the greatest value,
+// and a uniform random sample of the others, in a reservoir that merges, so that the reservoirs of a
+// series' panes make the one of a window, or of a cumulative point, without the spans themselves.
+//
+// The sample is bottom-k: each span comes with a random priority, and the reservoir keeps the k with
+// the lowest priorities. Those of a union are the lowest of the two reservoirs' together, so a merge
+// keeps exactly what one reservoir offered every span would have kept, and with independent uniform
+// priorities every k-subset of the spans is equally likely.
+package exemplar
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// Exemplar is one span kept as an example.
+type Exemplar struct {
+	TraceID [16]byte
+	SpanID  [8]byte
+	Value   float64 // in the aggregation's unit
+	Time    int64   // the span's end, Unix nanoseconds
+	// Priority orders the sample: the reservoir keeps the lowest. The caller draws it uniformly at
+	// random for each span, once.
+	Priority uint64
+}
+
+// Reservoir holds the exemplar with the greatest value (the first of equals) and up to Size-1 of the
+// others, those with the lowest priorities. The zero Reservoir is empty and holds at most one.
+type Reservoir struct {
+	max    Exemplar
+	hasMax bool
+	sample []Exemplar // unordered; at most size-1
+	worst  int        // index in sample of its highest priority, once sample is full
+	size   int
+}
+
+// New returns an empty reservoir of size exemplars at most (size >= 1).
+func New(size int) *Reservoir {
+	return &Reservoir{size: max(size, 1)}
+}
+
+// Len is the number of exemplars held.
+func (r *Reservoir) Len() int {
+	if !r.hasMax {
+		return 0
+	}
+	return 1 + len(r.sample)
+}
+
+// Max returns the exemplar with the greatest value, and whether there is one.
+func (r *Reservoir) Max() (Exemplar, bool) { return r.max, r.hasMax }
+
+// Each calls fn with every exemplar held: the greatest first, then the sample in no fixed order.
+func (r *Reservoir) Each(fn func(Exemplar)) {
+	if !r.hasMax {
+		return
+	}
+	fn(r.max)
+	for _, e := range r.sample {
+		fn(e)
+	}
+}
+
+// Offer considers one span.
+func (r *Reservoir) Offer(e Exemplar) {
+	if !r.hasMax {
+		r.max, r.hasMax = e, true
+		return
+	}
+	if e.Value > r.max.Value {
+		e, r.max = r.max, e // the former greatest is one of the others now
+	}
+	r.offerOther(e)
+}
+
+// offerOther considers a span that is not the greatest for the sample.
+func (r *Reservoir) offerOther(e Exemplar) {
+	limit := max(r.size, 1) - 1
+	if limit == 0 {
+		return
+	}
+	if len(r.sample) < limit {
+		r.sample = append(r.sample, e)
+		if len(r.sample) == limit {
+			r.findWorst()
+		}
+		return
+	}
+	// Most spans of a busy pane are not taken: one comparison each.
+	if e.Priority < r.sample[r.worst].Priority {
+		r.sample[r.worst] = e
+		r.findWorst()
+	}
+}
+
+func (r *Reservoir) findWorst() {
+	r.worst = 0
+	for i := 1; i < len(r.sample); i++ {
+		if r.sample[i].Priority > r.sample[r.worst].Priority {
+			r.worst = i
+		}
+	}
+}
+
+// Merge adds what o holds, as if every span offered to o had been offered to r (o is unchanged).
+func (r *Reservoir) Merge(o *Reservoir) {
+	if !o.hasMax {
+		return
+	}
+	r.Offer(o.max)
+	for _, e := range o.sample {
+		r.offerOther(e)
+	}
+}
+
+// Reset empties the reservoir, keeping its size and memory.
+func (r *Reservoir) Reset() {
+	r.hasMax = false
+	r.sample = r.sample[:0]
+}
+
+// exemplarBytes is the encoded size of one exemplar.
+const exemplarBytes = 16 + 8 + 8 + 8 + 8
+
+// AppendBinary appends the reservoir's exemplars to dst: a count, then each exemplar, the greatest
+// first. The size is not encoded: the configuration gives it.
+func (r *Reservoir) AppendBinary(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(r.Len()))
+	r.Each(func(e Exemplar) {
+		dst = append(dst, e.TraceID[:]...)
+		dst = append(dst, e.SpanID[:]...)
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Value))
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Time))
+		dst = binary.LittleEndian.AppendUint64(dst, e.Priority)
+	})
+	return dst
+}
+
+// ErrCorrupt says that encoded exemplars are truncated or do not fit the reservoir.
+var ErrCorrupt = errors.New("exemplars are truncated or corrupt")
+
+// Decode replaces the reservoir's exemplars with those AppendBinary wrote at the start of b, and
+// returns the rest of b. More exemplars than the reservoir's size, or a greatest that is not the
+// greatest, are refused.
+func (r *Reservoir) Decode(b []byte) ([]byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(max(r.size, 1)) || n*exemplarBytes > uint64(len(b)-w) {
+		return nil, ErrCorrupt
+	}
+	b = b[w:]
+	r.Reset()
+	for i := range n {
+		var e Exemplar
+		copy(e.TraceID[:], b)
+		copy(e.SpanID[:], b[16:])
+		e.Value = math.Float64frombits(binary.LittleEndian.Uint64(b[24:]))
+		e.Time = int64(binary.LittleEndian.Uint64(b[32:]))
+		e.Priority = binary.LittleEndian.Uint64(b[40:])
+		b = b[exemplarBytes:]
+		if i == 0 {
+			r.max, r.hasMax = e, true
+			continue
+		}
+		if e.Value > r.max.Value {
+			r.Reset()
+			return nil, ErrCorrupt
+		}
+		r.sample = append(r.sample, e)
+	}
+	if len(r.sample) == max(r.size, 1)-1 {
+		r.findWorst()
+	}
+	return b, nil
+}
