@@ -21,6 +21,27 @@ const (
 	assumedSketch   = 1024
 )
 
+// A result data point kept for delivery, as pdata (bench/README.md, "Memory and checkpoints"): a
+// sum or gauge with a few attributes, and what a histogram adds per explicit bucket or per
+// exponential bucket (in halves of a byte).
+const (
+	pendingPointBytes      = 345
+	explicitBucketBytes    = 19
+	exponentialHalfBuckets = 17
+)
+
+// pendingPointEstimate is the bytes of the largest data point that aggregation a emits.
+func pendingPointEstimate(a *aggregation) int64 {
+	switch {
+	case !a.hasOutput(outputHistogram):
+		return pendingPointBytes
+	case a.bounds != nil:
+		return pendingPointBytes + explicitBucketBytes*int64(len(a.bounds)+1)
+	default:
+		return pendingPointBytes + exponentialHalfBuckets*int64(a.histMax)/2
+	}
+}
+
 // panesPerSeries is P: the panes one series can hold at once while W follows the clock.
 func panesPerSeries(cfg *Config) int64 {
 	slide := cfg.Window.Slide
@@ -70,5 +91,11 @@ func (s *shared) logMemoryEstimate() {
 		fields = append(fields, zap.Int64("bytes."+a.name, b))
 	}
 	fields = append(fields, zap.Int64("bytes", total))
+	// And the results kept while the metrics consumer fails, at most emit.max_pending_points.
+	var point int64
+	for _, a := range s.aggs {
+		point = max(point, pendingPointEstimate(a))
+	}
+	fields = append(fields, zap.Int64("bytes.pending_points", int64(s.cfg.Emit.MaxPendingPoints)*point))
 	s.logger.Info("Window state memory estimate at max_series (README, Memory)", fields...)
 }

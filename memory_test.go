@@ -25,7 +25,9 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	fields := loggedEstimate(t, cfg)
 	// P = (60 + 30 + 5 + 300) s / 60 s + 1 = 7 panes.
 	// lat: 10001 × (550 + 2 × 64 + 7 × (150 + 1024)) = 10001 × 8896; n: 10001 × (550 + 7 × 150) = 10001 × 1600.
-	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8896, "bytes.n": 10001 * 1600, "bytes": 10001 * (8896 + 1600)}
+	// Pending points, sums and gauges: 100000 × 345.
+	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8896, "bytes.n": 10001 * 1600, "bytes": 10001 * (8896 + 1600),
+		"bytes.pending_points": 100000 * 345}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("%s = %v, want %d", k, fields[k], v)
@@ -42,7 +44,9 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	fields = loggedEstimate(t, cfg)
 	// h: 10001 × (550 + 64 + (200 + 40) + 7 × (150 + 40)) = 10001 × 2184;
 	// e: 10001 × (550 + (200 + 1024) + 7 × (150 + 1024)) = 10001 × 9992 (no late-delta sketch when folding).
-	want = map[string]int64{"bytes.h": 10001 * 2184, "bytes.e": 10001 * 9992}
+	// Pending points: the exponential histogram's at max_size 160, 345 + 17 × 160 / 2 = 1705
+	// bytes, against the explicit one's 345 + 19 × 5.
+	want = map[string]int64{"bytes.h": 10001 * 2184, "bytes.e": 10001 * 9992, "bytes.pending_points": 100000 * 1705}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("cumulative: %s = %v, want %d", k, fields[k], v)
