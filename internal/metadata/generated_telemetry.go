@@ -236,7 +236,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorDroppedPoints, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_dropped_points",
-		metric.WithDescription("Result data points dropped, by reason (permanent_error, queue_full, shutdown). [Alpha]"),
+		metric.WithDescription("Result data points dropped, by reason (permanent_error, queue_full, shutdown, no_metrics_pipeline). [Alpha]"),
 		metric.WithUnit("{datapoint}"),
 	)
 	errs = errors.Join(errs, err)

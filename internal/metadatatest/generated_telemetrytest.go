@@ -70,7 +70,7 @@ func AssertEqualWindowAggregatorClockSkewRecords(t *testing.T, tt *componenttest
 func AssertEqualWindowAggregatorDroppedPoints(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_dropped_points",
-		Description: "Result data points dropped, by reason (permanent_error, queue_full, shutdown). [Alpha]",
+		Description: "Result data points dropped, by reason (permanent_error, queue_full, shutdown, no_metrics_pipeline). [Alpha]",
 		Unit:        "{datapoint}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
