@@ -18,15 +18,22 @@ import (
 )
 
 func storageConfig(recv int, out, dir, checkpoint string) string {
+	return storageConfigWith(recv, out, dir, `
+    window: {size: 10s}
+`+windowByWindow+`
+    checkpoint: {interval: `+checkpoint+`}
+    aggregations:
+      - {name: lat, signal: spans, outputs: [count, sum, max]}`)
+}
+
+// storageConfigWith is a config with window_aggregator as a connector of the given settings (YAML
+// indented under it), its state in file_storage in dir, between an OTLP receiver on recv and the
+// test's server at out.
+func storageConfigWith(recv int, out, dir, settings string) string {
 	return fileStorageExtension(dir) + otlpReceiver(recv) + fmt.Sprintf(`
 connectors:
   window_aggregator:
-    window: {size: 10s}
-`+windowByWindow+`
-    storage: file_storage/wa
-    checkpoint: {interval: %s}
-    aggregations:
-      - {name: lat, signal: spans, outputs: [count, sum, max]}
+    storage: file_storage/wa%s
 exporters:%s
 service:
   extensions: [file_storage/wa]
@@ -34,7 +41,7 @@ service:
   pipelines:
     traces: {receivers: [otlp], exporters: [window_aggregator]}
     metrics: {receivers: [window_aggregator], exporters: [otlp_grpc]}
-`, checkpoint, otlpExporter("otlp_grpc", out))
+`, settings, otlpExporter("otlp_grpc", out))
 }
 
 // storageRun is a test server, a storage directory and a receiver port that the distribution is
@@ -197,24 +204,13 @@ func TestDamagedStorageFileDoesNotStopTheCollector(t *testing.T) {
 func TestKillNineUnderLoadNeverChangesADeliveredValue(t *testing.T) {
 	skipShort(t)
 	out, dir, recv := startServer(t), t.TempDir(), freePort(t)
-	config := fileStorageExtension(dir) + otlpReceiver(recv) + fmt.Sprintf(`
-connectors:
-  window_aggregator:
+	config := storageConfigWith(recv, out.addr, dir, `
     window: {size: 1s}
     watermark: {max_out_of_orderness: 200ms, idle_timeout: 1s}
     allowed_lateness: 2s
-    storage: file_storage/wa
     checkpoint: {interval: 2s}
     aggregations:
-      - {name: lat, signal: spans, group_by: [service.name], outputs: [count]}
-exporters:%s
-service:
-  extensions: [file_storage/wa]
-  telemetry: {metrics: {level: none}}
-  pipelines:
-    traces: {receivers: [otlp], exporters: [window_aggregator]}
-    metrics: {receivers: [window_aggregator], exporters: [otlp_grpc]}
-`, otlpExporter("otlp_grpc", out.addr))
+      - {name: lat, signal: spans, group_by: [service.name], outputs: [count]}`)
 	col, c := runCollector(t, recv, config)
 	var mu sync.Mutex
 	cur := c
