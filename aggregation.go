@@ -199,8 +199,8 @@ type aggregation struct {
 	spanKinds uint8 // bit per ptrace.SpanKind; 0: any
 	where     []condition
 	groupBy   []keyRef
-	// stampsInstance: its output resources carry the collector's service.instance.id (it does not
-	// group by that key)
+	// stampsInstance: its output resources carry the outputs' service.instance.id (shared.instance;
+	// it does not group by that key)
 	stampsInstance bool
 	// value
 	duration  bool    // the span duration, divided by unitScale

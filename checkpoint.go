@@ -16,10 +16,10 @@ import (
 )
 
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
-// aggregation names it was taken with, (from version 3) the service.instance.id its results carry, the
-// engine snapshot (watermark, open windows, fired results
-// not yet collected), the result batches kept for retry, and (from version 2) a CRC-32C of all that
-// before it, so that any damage of up to 32 bits in a row, and most other damage, is detected.
+// aggregation names it was taken with, (from version 3) the service.instance.id its results carry,
+// the engine snapshot (watermark, open windows, fired results not yet collected), the result batches
+// queued for delivery, and (from version 2) a CRC-32C of all that before it, so that any damage of
+// up to 32 bits in a row, and most other damage, is detected.
 const (
 	checkpointKey     = "window_aggregator.state"
 	checkpointMagic   = "WACP"

@@ -68,8 +68,8 @@ type LateDataConfig struct {
 type EmitConfig struct {
 	// Interval is the ticker that applies the idle rule and sends late firings and retries.
 	Interval time.Duration `mapstructure:"interval"`
-	// MaxPendingPoints bounds the result data points kept for retry while the metrics consumer
-	// fails; past it the oldest are dropped.
+	// MaxPendingPoints bounds the result data points queued for delivery (while the metrics
+	// consumer fails or a checkpoint is due); past it the oldest are dropped.
 	MaxPendingPoints int `mapstructure:"max_pending_points"`
 	// MaxPointsPerSend bounds the data points of one request to the metrics consumer: a backlog goes
 	// out in requests of at most this many.

@@ -322,7 +322,7 @@ func TestIdleTimeoutFiresOnTheTicker(t *testing.T) {
 	h := newConnectorHarness(t, cfg, false)
 	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10}))
 	clk.Advance(31 * time.Second)
-	lookup(t).emitter.emit(context.Background(), false) // what the ticker does
+	lookup(t).emitter.emit(context.Background(), false) // a collection and a delivery, as at each tick
 	wantPoint(t, points(h.metrics.AllMetrics()), "lat.count", attrsAX, 0, 10, 1)
 }
 

@@ -35,7 +35,7 @@ type sink struct {
 	retryAt time.Time
 }
 
-// pendingBatch is a result batch kept for retry after its sink failed.
+// pendingBatch is a result batch queued for delivery to one sink.
 type pendingBatch struct {
 	to     *sink
 	md     pmetric.Metrics
@@ -48,8 +48,8 @@ type pendingBatch struct {
 // within emit.max_pending_points data points, in requests of at most emit.max_points_per_send data
 // points; a delivery sends the queue, outside the lock that collecting takes, so that a slow or
 // stalled consumer delays results and never the collection, nor the ingest path, which only asks for
-// a collection (poke). A request that fails with a retryable error stays at the head of the queue
-// and is tried again after a backoff.
+// a collection (poke). A request that fails with a retryable error keeps its place in the queue and
+// is tried again after a backoff.
 type emitter struct {
 	mu           sync.Mutex
 	s            *shared
@@ -108,12 +108,6 @@ func (em *emitter) poke() {
 	}
 }
 
-// emit collects what the engine has fired and delivers it; force tries a request in backoff too.
-func (em *emitter) emit(ctx context.Context, force bool) {
-	em.collect(ctx)
-	em.send(ctx, force, true)
-}
-
 // collect takes what the engine has fired into the queue, and wakes the delivery goroutine.
 //
 // With storage, what fired is delivered only once a checkpoint holds it (see held), with the windows
@@ -147,7 +141,7 @@ func (em *emitter) fireAll(ctx context.Context) {
 	em.s.engine.FireAll(em.add)
 	em.queueBuilt(ctx)
 	em.mu.Unlock()
-	em.send(ctx, true, true)
+	em.send(ctx, true)
 }
 
 // drain fires the open windows of the aggregations marked in mask as they stand and delivers the
@@ -157,7 +151,7 @@ func (em *emitter) drain(ctx context.Context, mask []bool) {
 	em.s.engine.Drain(mask, em.add)
 	em.queueBuilt(ctx)
 	em.mu.Unlock()
-	em.send(ctx, true, true)
+	em.send(ctx, true)
 }
 
 func (em *emitter) add(r *stream.Result) {
@@ -167,9 +161,6 @@ func (em *emitter) add(r *stream.Result) {
 // queueBuilt queues what the builders hold for the sinks that take it (under mu).
 func (em *emitter) queueBuilt(ctx context.Context) {
 	for input, b := range em.builders {
-		if b.pending() == 0 {
-			continue
-		}
 		for _, built := range b.take() {
 			em.queueBatch(ctx, input, built.md, built.points)
 		}
@@ -211,14 +202,9 @@ func (em *emitter) queueBatch(ctx context.Context, input int, md pmetric.Metrics
 
 // send delivers the queue's requests in order, outside mu: a request to a stopped sink stays (with
 // storage, for the checkpoint) or is dropped; after a retryable error, that sink's requests wait for
-// its backoff, unless force, and the other sinks' go on. wait: wait for a delivery under way rather
-// than leave the work to it.
-func (em *emitter) send(ctx context.Context, force, wait bool) {
-	if wait {
-		em.sendMu.Lock()
-	} else if !em.sendMu.TryLock() {
-		return // the delivery under way takes what was queued
-	}
+// its backoff, unless force, and the other sinks' go on. It waits for a delivery under way.
+func (em *emitter) send(ctx context.Context, force bool) {
+	em.sendMu.Lock()
 	defer em.sendMu.Unlock()
 	s := em.s
 	now := time.Now()
@@ -335,7 +321,7 @@ func (em *emitter) deliveryLoop(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case <-em.deliver:
-			em.send(em.background, false, true)
+			em.send(em.background, false)
 		}
 	}
 }

@@ -371,7 +371,7 @@ func (em *emitter) settle() {
 		em.s.storage.mu.Lock()
 		em.s.storage.mu.Unlock() //nolint:staticcheck // waiting for it, not guarding anything
 	}
-	em.send(context.Background(), false, true)
+	em.send(context.Background(), false)
 }
 
 // settleAll settles every component state the test made.
@@ -399,4 +399,11 @@ func inParallel(n int, fn func(g int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// emit collects what the engine has fired and delivers it at once, as the component's goroutines do
+// in turn; force tries a request in backoff too.
+func (em *emitter) emit(ctx context.Context, force bool) {
+	em.collect(ctx)
+	em.send(ctx, force)
 }

@@ -66,7 +66,7 @@ func memoryEstimate(cfg *Config, a *aggregation) int64 {
 	if a.bounds != nil {
 		counts = 8 * int64(len(a.bounds)+1)
 	}
-	if cfg.Temporality == temporalityCumulative || !revise {
+	if !revise { // cumulative output, or folded late records (revise is delta only)
 		accrual = accrualBytes + counts
 		if exponential {
 			accrual += assumedSketch

@@ -20,9 +20,9 @@ type metricsBuilder struct {
 	aggs        []*aggregation
 	version     string
 	temporality pmetric.AggregationTemporality // of the additive outputs
-	// instance is the collector's service.instance.id, put on the output resources of the
-	// aggregations that do not group by that key (see stampsInstance), so that a backend sees each
-	// series from one writer when several collectors compute them; "" if the collector has none.
+	// instance is the service.instance.id of the outputs (shared.instance), put on the output
+	// resources of the aggregations that do not group by that key (see stampsInstance), so that a
+	// backend sees each series from one writer when several collectors compute them; "" for none.
 	instance string
 
 	md     pmetric.Metrics
@@ -86,6 +86,9 @@ type builtBatch struct {
 
 // take returns the batches built so far and starts afresh.
 func (b *metricsBuilder) take() []builtBatch {
+	if b.points == 0 && len(b.full) == 0 {
+		return nil // nothing built: keep the empty batch rather than make another
+	}
 	out := b.full
 	if b.points > 0 {
 		out = append(out, builtBatch{b.md, b.points})
@@ -93,15 +96,6 @@ func (b *metricsBuilder) take() []builtBatch {
 	b.full = nil
 	b.reset()
 	return out
-}
-
-// pending is the number of data points built and not taken.
-func (b *metricsBuilder) pending() int {
-	n := b.points
-	for _, f := range b.full {
-		n += f.points
-	}
-	return n
 }
 
 // add appends one result's data points.

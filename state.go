@@ -348,7 +348,7 @@ func (s *shared) shutdownInstance(ctx context.Context, in *instance) error {
 		if s.emitter.holdsAny() {
 			s.storage.save(ctx) // what is queued is then checkpointed, and may go out
 		}
-		s.emitter.send(ctx, true, true)
+		s.emitter.send(ctx, true)
 		s.emitter.stopSink(ctx, in.sink)
 	}
 	return s.release(ctx)

@@ -139,7 +139,7 @@ func TestStraySpanAheadWithIdleTimeoutLosesNothing(t *testing.T) {
 	for i := range 200 {
 		now := float64(base + i)
 		clk.Set(time.Unix(int64(now), 0))
-		emit.emit(context.Background(), false) // the ticker, every second
+		emit.emit(context.Background(), false) // a collection and a delivery, as at each tick of the second
 		if i >= 80 && i < 120 {
 			continue // 40 s of silence: the idle rule moves W with the clock
 		}
@@ -377,7 +377,7 @@ func TestRestartDoesNotCountDowntimeAsSilence(t *testing.T) {
 					clk.Set(end)
 				}
 			}
-			lookup(t).emitter.emit(context.Background(), false) // the ticker
+			lookup(t).emitter.emit(context.Background(), false) // a collection and a delivery, as at each tick
 		}, batches...)
 	}
 	run([]spanSpec{{service: "a", name: "x", end: base + 1}}, []spanSpec{{service: "a", name: "x", end: base + 2}})
