@@ -3,6 +3,7 @@ package windowaggregator
 import (
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -54,11 +55,11 @@ func TestDamagedCheckpointIsNeverRestored(t *testing.T) {
 		for bit := range 8 {
 			d := append([]byte(nil), good...)
 			d[i] ^= 1 << bit
-			check("bit "+itoa(bit)+" of byte "+itoa(i), d)
+			check("bit "+strconv.Itoa(bit)+" of byte "+strconv.Itoa(i), d)
 		}
 	}
 	for n := 1; n < len(good); n++ {
-		check("truncated to "+itoa(n)+" bytes", good[:n])
+		check("truncated to "+strconv.Itoa(n)+" bytes", good[:n])
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
@@ -72,14 +73,6 @@ func TestDamagedCheckpointIsNeverRestored(t *testing.T) {
 	other[len(checkpointMagic)] = checkpointVersion + 1
 	check("another version", other)
 	t.Logf("%d-byte checkpoint: %d bit flips, %d truncations, 50 garbage values, another version refused", len(good), 8*len(good), len(good)-1)
-}
-
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i < 10 {
-		return digits[i : i+1]
-	}
-	return itoa(i/10) + digits[i%10:i%10+1]
 }
 
 // A storage whose client cannot be opened, or whose library panics opening it (bbolt on a damaged

@@ -91,16 +91,17 @@ func TestNoDeliveryBeforeTheCheckpointIsWritten(t *testing.T) {
 	wait(st.entered, "the second checkpoint's Set")
 	close(next.release) // the backend answers the first request
 	wait(next.got, "the first request to return")
-	select {
-	case <-next.got:
-		next.mu.Lock()
-		calls := append([]int64(nil), next.calls...)
-		next.mu.Unlock()
-		t.Errorf("a batch went out while the checkpoint holding it was still being written (checkpoints written at each request: %v)", calls)
-	case <-time.After(500 * time.Millisecond):
-	}
 	st.block.Store(false)
-	close(st.release)
+	close(st.release) // the storage takes the second checkpoint
+	wait(next.got, "the second request")
+	// Each request notes how many checkpoints had been written when it came: the second must come
+	// after the second checkpoint, not while it was being written.
+	next.mu.Lock()
+	calls := append([]int64(nil), next.calls...)
+	next.mu.Unlock()
+	if len(calls) != 2 || calls[0] < 1 || calls[1] < 2 {
+		t.Errorf("a batch went out while the checkpoint holding it was still being written (checkpoints written at each request: %v)", calls)
+	}
 }
 
 // While saves fail, the state is not durable: results go out without waiting for a checkpoint (as when

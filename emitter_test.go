@@ -71,7 +71,12 @@ func TestHangingConsumerDoesNotBlockIngest(t *testing.T) {
 	close(ref.release)
 	refRun := run(ref, func(int) { lookup(t).emitter.settle() })
 	must(t, refRun.c.Shutdown(context.Background()))
-	total := ref.points
+	// Batch i closes [10i, 10i+10); the last span's window, [300, 310), fires at shutdown: 31 windows
+	// of one series, 7 outputs each.
+	const total = (windows + 1) * 7
+	if ref.points != total {
+		t.Fatalf("without a hang, %d points delivered, want %d", ref.points, total)
+	}
 
 	hang := newHangingMetrics()
 	em := (*emitter)(nil)

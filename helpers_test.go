@@ -49,7 +49,6 @@ func testContext(t *testing.T) context.Context {
 	return context.Background()
 }
 
-// baseConfig is a tumbling 10 s window whose ticker never fires within a test.
 // baseConfig is a 10 s tumbling window with delta points and late firings that revise: each point is
 // one firing of its window, so that the tests of windows, watermark and lateness read their counts
 // window by window. The tests of the output modes (output_test.go) set their own.

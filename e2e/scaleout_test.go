@@ -8,8 +8,8 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -317,11 +317,4 @@ func windowCounts(t *testing.T, points []countPoint, cumulative bool) []countPoi
 	return out
 }
 
-func keysOf[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return slices.Clip(out)
-}
+func keysOf[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

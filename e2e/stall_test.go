@@ -263,13 +263,16 @@ func TestStalledBackendNeitherBlocksNorGrows(t *testing.T) {
 	backend.mu.Unlock()
 	// The exporter retries the request it holds at its next backoff step (up to 30 s away); the
 	// backlog follows it.
-	waitTelemetry(t, telPort, 60*time.Second, "the backlog delivered after recovery", func(samples []promSample) bool {
-		n, _ := telemetrySum(samples, "otelcol_window_aggregator_pending_points", nil)
+	recovering := within(60*time.Second, func() bool {
+		n, _ := telemetrySum(scrape(t, telPort), "otelcol_window_aggregator_pending_points", nil)
 		backend.mu.Lock()
 		after := len(backend.requests) > requestsBefore
 		backend.mu.Unlock()
 		return n < outputs*services*names && after && time.Since(recovered) > 2*time.Second
 	})
+	if !recovering {
+		t.Fatal("timed out after 60 s waiting for the backlog to be delivered after recovery")
+	}
 	time.Sleep(3 * time.Second) // traffic on a recovered backend
 	close(stop)
 	<-fed
@@ -355,17 +358,4 @@ func TestStalledBackendNeitherBlocksNorGrows(t *testing.T) {
 		"points fired %d, delivered %d in %d requests (largest %d B, %d points), dropped %v (queue_full); refused sends %d",
 		services*names, idle>>20, outage, before>>20, after>>20, formula>>20, len(lat), p99, lat[len(lat)-1],
 		want, delivered, len(backend.requests), maxBytes, maxPoints, dropped, backend.refused)
-}
-
-// waitTelemetry scrapes the collector's telemetry on port every 250 ms until cond holds or timeout
-// passes.
-func waitTelemetry(t *testing.T, port int, timeout time.Duration, what string, cond func([]promSample) bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond(scrape(t, port)) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }

@@ -173,33 +173,31 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 		b.End()
 		mb.end()
 		clk.Set(time.Unix(0, op.collectNow))
-		if i%5 == 2 {
-			// A restart with results not collected yet: they travel in the snapshot.
+		// restart snapshots the engine into a fresh one, and the model likewise.
+		restart := func() error {
 			fresh, err := New(cfg)
 			if err == nil {
 				err = fresh.Restore(e.Snapshot(nil))
 			}
 			if err != nil {
-				return []string{fmt.Sprintf("snapshot before the collect of op %d: %v", i, err)}
+				return err
 			}
 			e = fresh
 			m.snapshot(op.collectNow)
 			m.restore(op.collectNow)
+			return nil
+		}
+		if i%5 == 2 { // a restart with results not collected yet: they travel in the snapshot
+			if err := restart(); err != nil {
+				return []string{fmt.Sprintf("snapshot before the collect of op %d: %v", i, err)}
+			}
 		}
 		m.collect(op.collectNow)
 		e.Collect(op.collectNow, onResult)
-		if i%5 == 4 {
-			// A restart with storage: the series' totals, folded records and starts carry over.
-			fresh, err := New(cfg)
-			if err == nil {
-				err = fresh.Restore(e.Snapshot(nil))
-			}
-			if err != nil {
+		if i%5 == 4 { // a restart with storage: the series' totals, folded records and starts carry over
+			if err := restart(); err != nil {
 				return []string{fmt.Sprintf("snapshot after op %d: %v", i, err)}
 			}
-			e = fresh
-			m.snapshot(op.collectNow)
-			m.restore(op.collectNow)
 		}
 	}
 	lastEnd := floorDiv(e.Watermark(), slide) * slide // the last window end before FireAll
