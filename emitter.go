@@ -284,12 +284,8 @@ func (em *emitter) removeBatch(p pendingBatch) {
 // maxSendBytes, dropping (and counting) the oldest past emit.max_pending_points (under mu).
 func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, points int) {
 	s := em.s
-	parts := requestParts(md, points, s.cfg.Emit.MaxPointsPerSend)
-	for _, part := range parts {
-		n := points
-		if len(parts) > 1 {
-			n = part.DataPointCount()
-		}
+	for _, part := range requestParts(md, points, s.cfg.Emit.MaxPointsPerSend) {
+		n := part.points
 		dropped := 0
 		for em.queuedPoints+n > s.cfg.Emit.MaxPendingPoints {
 			i := 0 // the oldest, but the one being sent
@@ -306,7 +302,7 @@ func (em *emitter) enqueue(ctx context.Context, to *sink, md pmetric.Metrics, po
 			s.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(dropped), reasonAttr("queue_full"))
 			s.logger.Warn("Dropping the oldest window results kept for delivery: emit.max_pending_points reached", zap.Int("data_points", dropped))
 		}
-		em.queue = append(em.queue, pendingBatch{to: to, md: part, points: n, seq: em.nextSeq})
+		em.queue = append(em.queue, pendingBatch{to: to, md: part.md, points: n, seq: em.nextSeq})
 		em.nextSeq++
 		em.queuedPoints += n
 	}

@@ -9,27 +9,24 @@ import (
 const maxSendBytes = 4<<20 - 64<<10
 
 // requestParts cuts md (points data points) into requests of at most maxPoints data points and
-// maxSendBytes bytes; a single point larger than that goes alone.
-func requestParts(md pmetric.Metrics, points, maxPoints int) []pmetric.Metrics {
+// maxSendBytes bytes, each with its count of points; a single point larger than that goes alone.
+func requestParts(md pmetric.Metrics, points, maxPoints int) []builtBatch {
 	var sizer pmetric.ProtoMarshaler
-	var out []pmetric.Metrics
+	var out []builtBatch
 	var cut func(part pmetric.Metrics, n int)
 	cut = func(part pmetric.Metrics, n int) {
 		if n <= 1 || sizer.MetricsSize(part) <= maxSendBytes {
-			out = append(out, part)
+			out = append(out, builtBatch{part, n})
 			return
 		}
-		for _, half := range splitMetrics(part, n, (n+1)/2) {
-			cut(half, half.DataPointCount())
-		}
+		first := (n + 1) / 2
+		halves := splitMetrics(part, n, first)
+		cut(halves[0], first)
+		cut(halves[1], n-first)
 	}
-	parts := splitMetrics(md, points, maxPoints)
-	for _, part := range parts {
-		n := points
-		if len(parts) > 1 {
-			n = part.DataPointCount()
-		}
-		cut(part, n)
+	// splitMetrics fills each batch to maxPoints before it begins the next.
+	for i, part := range splitMetrics(md, points, maxPoints) {
+		cut(part, min(maxPoints, points-i*maxPoints))
 	}
 	return out
 }

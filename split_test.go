@@ -209,10 +209,13 @@ func TestRequestsStayUnderTheMessageLimit(t *testing.T) {
 	parts := requestParts(md, 10, 2000)
 	total := 0
 	for _, p := range parts {
-		if size := sizer.MetricsSize(p); size > maxSendBytes {
+		if size := sizer.MetricsSize(p.md); size > maxSendBytes {
 			t.Fatalf("a request of %d bytes, over %d", size, maxSendBytes)
 		}
-		total += p.DataPointCount()
+		if n := p.md.DataPointCount(); n != p.points {
+			t.Fatalf("a request of %d points counted as %d", n, p.points)
+		}
+		total += p.points
 	}
 	if total != 10 || len(parts) < 4 {
 		t.Fatalf("%d points in %d requests, want 10 in at least 4", total, len(parts))

@@ -52,6 +52,14 @@ type Aggregation struct {
 
 func (a Aggregation) keepsSketch() bool { return a.Histogram || len(a.Quantiles) > 0 }
 
+// buckets is the number of explicit bucket counts a pane or point holds: none without bounds.
+func (a Aggregation) buckets() int {
+	if a.Bounds == nil {
+		return 0
+	}
+	return len(a.Bounds) + 1
+}
+
 // maxDuration keeps window arithmetic far from int64 overflow: about 36 years.
 const maxDuration = time.Duration(math.MaxInt64 / 256)
 

@@ -142,7 +142,7 @@ func newPane(start int64, a *Aggregation, g *windowing, sp *sketchPool) pane {
 		p.deltaHist = sp.get()
 	}
 	if a.Bounds != nil {
-		p.counts = sp.getCounts(len(a.Bounds) + 1)
+		p.counts = sp.getCounts(a.buckets())
 	}
 	return p
 }

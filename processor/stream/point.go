@@ -81,7 +81,7 @@ func (s *series) foldLate(v float64, hasValue bool, a *Aggregation) {
 	}
 	if a.Bounds != nil {
 		if ac.foldCounts == nil {
-			ac.foldCounts = make([]uint64, len(a.Bounds)+1)
+			ac.foldCounts = make([]uint64, a.buckets())
 		}
 		ac.foldCounts[bucketOf(a.Bounds, v)]++
 	}
@@ -150,7 +150,7 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 		pt.Hist = h
 	}
 	if a.Bounds != nil {
-		pt.BucketCounts = r.pointCounts(len(a.Bounds) + 1)
+		pt.BucketCounts = r.pointCounts(a.buckets())
 		if counts != nil {
 			addCounts(pt.BucketCounts, counts)
 		}
@@ -176,7 +176,7 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 				ac.cumHist = newSketch()
 			}
 			if a.Bounds != nil {
-				ac.cumCounts = make([]uint64, len(a.Bounds)+1)
+				ac.cumCounts = make([]uint64, a.buckets())
 			}
 		}
 		ac.cum.merge(&t)

@@ -177,7 +177,7 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 	p.addLate(v, hasValue)
 	if hasValue && a.Bounds != nil {
 		if p.deltaCounts == nil {
-			p.deltaCounts = s.pool.getCounts(len(a.Bounds) + 1)
+			p.deltaCounts = s.pool.getCounts(a.buckets())
 		}
 		p.deltaCounts[bucketOf(a.Bounds, v)]++
 	}

@@ -409,10 +409,7 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 	if n == 0 && version < 3 {
 		d.fail() // a held series always had a pane
 	}
-	nb := 0 // the bucket counts a pane or accrual may hold: none without explicit bounds
-	if a.Bounds != nil {
-		nb = len(a.Bounds) + 1
-	}
+	nb := a.buckets() // the bucket counts a pane or accrual may hold
 	for range n {
 		p := pane{start: d.varint()}
 		decodeTotals(d, &p.total)
@@ -508,10 +505,7 @@ func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 		r.pointSketch().CopyFrom(h)
 		pt.Hist = r.pointStore
 	}
-	nb := 0
-	if a.Bounds != nil {
-		nb = len(a.Bounds) + 1
-	}
+	nb := a.buckets()
 	// A Result without a point (a late firing of gauges alone) has no bucket counts.
 	if c := decodeCounts(d, nb, a.Bounds == nil || !r.HasPoint); c != nil {
 		pt.BucketCounts = r.pointCounts(len(c))
