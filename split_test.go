@@ -175,6 +175,9 @@ func TestResultsGoOutInBoundedRequests(t *testing.T) {
 			t.Fatalf("a request of %d points, over max_points_per_send 3: %v", n, bounded.sizes)
 		}
 	}
+	if !slices.Equal(bounded.sizes, []int{3, 3, 1, 3, 3, 1}) {
+		t.Fatalf("bounded requests %v, want 3, 3, 1 per window", bounded.sizes)
+	}
 	if !slices.Equal(bounded.points, whole.points) {
 		t.Fatalf("bounded requests delivered\n%v\nwant\n%v", bounded.points, whole.points)
 	}
@@ -187,8 +190,8 @@ func TestResultsGoOutInBoundedRequests(t *testing.T) {
 	if !slices.Equal(failing.points, whole.points) {
 		t.Fatalf("after a failed request, delivered\n%v\nwant\n%v", failing.points, whole.points)
 	}
-	if failing.sizes[0] != 3 || failing.sizes[1] != 3 || failing.sizes[2] != 3 || failing.sizes[3] != 1 {
-		t.Fatalf("requests %v: want 3, 3 (failed), then 3 and 1 again", failing.sizes)
+	if !slices.Equal(failing.sizes, []int{3, 3, 3, 1, 3, 3, 1}) {
+		t.Fatalf("requests %v: want 3, 3 (failed), then 3 and 1 again, then the next window's 3, 3, 1", failing.sizes)
 	}
 }
 
