@@ -255,7 +255,25 @@ func TestKillNineUnderLoadNeverChangesADeliveredValue(t *testing.T) {
 	time.Sleep(time.Second)
 	close(stop)
 	<-sent
-	time.Sleep(2500 * time.Millisecond) // the idle rule closes the last windows
+	// The idle rule closes the last windows: wait until each series has a point at the end of the
+	// window of the last span sent.
+	mu.Lock()
+	lastEnd := sentAt[len(sentAt)-1].Unix() + 1 // whole seconds: 1 s windows
+	mu.Unlock()
+	eventually(t, "a point of every series at the last window's end", func() bool {
+		latest := map[string]int64{}
+		for _, p := range out.points(0) {
+			if p.metric == "lat.count" {
+				latest[p.attrs] = max(latest[p.attrs], p.end)
+			}
+		}
+		for _, end := range latest {
+			if end < lastEnd {
+				return false
+			}
+		}
+		return len(latest) == 3
+	})
 	col.stop(t)
 
 	// Every point, by series and window end: one value, and per series no total going back.
