@@ -62,6 +62,37 @@ func (r *Reservoir) Each(fn func(Exemplar)) {
 	}
 }
 
+// AppendTo appends every exemplar held to dst, as Each orders them.
+func (r *Reservoir) AppendTo(dst []Exemplar) []Exemplar {
+	if !r.hasMax {
+		return dst
+	}
+	dst = append(dst, r.max)
+	return append(dst, r.sample...)
+}
+
+// Size is the most exemplars the reservoir holds.
+func (r *Reservoir) Size() int { return max(r.size, 1) }
+
+// PriorityOf is a span's priority drawn from its ids: a mix of every bit of them, so that spans with
+// distinct ids get priorities that are as good as independent and uniform, whatever their values, and
+// one span gets the same priority wherever and whenever it is offered (in a restored reservoir, or
+// in another collector's).
+func PriorityOf(traceID [16]byte, spanID [8]byte) uint64 {
+	h := mix(binary.LittleEndian.Uint64(spanID[:]))
+	h = mix(h ^ binary.LittleEndian.Uint64(traceID[:8]))
+	return mix(h ^ binary.LittleEndian.Uint64(traceID[8:]))
+}
+
+// mix is the finalizer of SplitMix64: a bijection of 64 bits in which each input bit flips each
+// output bit with probability close to one half.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
 // Offer considers one span.
 func (r *Reservoir) Offer(e Exemplar) {
 	if !r.hasMax {
@@ -112,6 +143,12 @@ func (r *Reservoir) Merge(o *Reservoir) {
 	for _, e := range o.sample {
 		r.offerOther(e)
 	}
+}
+
+// Init empties the reservoir and makes its size size, keeping its memory.
+func (r *Reservoir) Init(size int) {
+	r.Reset()
+	r.size = max(size, 1)
 }
 
 // Reset empties the reservoir, keeping its size and memory.

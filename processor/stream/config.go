@@ -48,9 +48,15 @@ type Aggregation struct {
 	// Bounds, ascending and finite, are the upper bounds of explicit buckets counted exactly for each
 	// Point; nil: none.
 	Bounds []float64
+	// Exemplars is the most exemplars a Point carries (see Point.Exemplars); 0: none are kept, and the
+	// records' span ids are not read.
+	Exemplars int
 }
 
 func (a Aggregation) keepsSketch() bool { return a.Histogram || len(a.Quantiles) > 0 }
+
+// MaxExemplars bounds Aggregation.Exemplars.
+const MaxExemplars = 1000
 
 // buckets is the number of explicit bucket counts a pane or point holds: none without bounds.
 func (a Aggregation) buckets() int {
@@ -120,6 +126,9 @@ func (c Config) validate() error {
 				errs = append(errs, fmt.Errorf("aggregation %d: bucket bounds must be finite and ascending", i))
 				break
 			}
+		}
+		if a.Exemplars < 0 || a.Exemplars > MaxExemplars {
+			errs = append(errs, fmt.Errorf("aggregation %d: exemplars must be between 0 and %d", i, MaxExemplars))
 		}
 		if a.MaxSeries <= 0 {
 			errs = append(errs, fmt.Errorf("aggregation %d: max_series must be > 0", i))

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 )
 
 // Engine is the window engine: one watermark, the series of every aggregation, and their panes.
@@ -21,6 +22,8 @@ type Engine struct {
 	clock clock.Clock
 	skew  int64
 	wm    *watermark
+	// exemplars: some aggregation keeps exemplars, and a Batch stages one per record
+	exemplars bool
 
 	seed     maphash.Seed
 	shards   []*shard
@@ -77,6 +80,7 @@ func New(cfg Config) (*Engine, error) {
 	e.overflow = newShard(e.g, e.aggs, e.active)
 	e.dueAt.Store(e.g.nextBoundary(minTime))
 	e.pin.Store(maxTime)
+	e.exemplars = slices.ContainsFunc(e.aggs, func(a Aggregation) bool { return a.Exemplars > 0 })
 	return e, nil
 }
 
@@ -122,11 +126,14 @@ type Batch struct {
 	touched []sourceTouch
 
 	staged []staged
-	keys   []byte  // the staged keys, back to back
-	order  []int32 // staged indexes grouped by shard
-	counts []int32 // per shard, then prefix sums
-	fresh  []int32 // staged indexes of records whose series did not exist
-	spill  []int32 // staged indexes bound for the overflow series
+	// exemplars holds, when the engine keeps exemplars, each staged record's, by staged index; a zero
+	// TraceID: none (an aggregation without exemplars, or a record without a span).
+	exemplars []exemplar.Exemplar
+	keys      []byte  // the staged keys, back to back
+	order     []int32 // staged indexes grouped by shard
+	counts    []int32 // per shard, then prefix sums
+	fresh     []int32 // staged indexes of records whose series did not exist
+	spill     []int32 // staged indexes bound for the overflow series
 
 	// prefetch's scratch, and what it read (kept so that the reads are not optimized away)
 	seenSeries []*series
@@ -245,6 +252,10 @@ type Record struct {
 	Time  int64   // event time, Unix ns
 	Value float64 // a NaN or infinite value is counted but left out of the value aggregates
 	Tag   int32   // the caller's name for the record, handed back by Apply with its verdict
+	// TraceID and SpanID name the span the record is, for the aggregations that keep exemplars; a zero
+	// TraceID (not a valid one): the record gives no exemplar.
+	TraceID [16]byte
+	SpanID  [8]byte
 }
 
 // StageChecked queues record r, whose verdict comes from Apply. Its time must be one that Check has
@@ -256,6 +267,30 @@ func (b *Batch) StageChecked(r *Record) {
 		keyOff: uint32(len(b.keys)), keyLen: uint32(len(r.Key)), agg: uint16(r.Agg), src: b.src, tag: r.Tag,
 	})
 	b.keys = append(b.keys, r.Key...)
+	if b.e.exemplars {
+		b.stageExemplar(r)
+	}
+}
+
+// stageExemplar stages record r's exemplar: its span, its value and its time (the span's end).
+func (b *Batch) stageExemplar(r *Record) {
+	var ex exemplar.Exemplar
+	if b.e.aggs[r.Agg].Exemplars > 0 && r.TraceID != ([16]byte{}) {
+		ex = exemplar.Exemplar{TraceID: r.TraceID, SpanID: r.SpanID, Value: r.Value, Time: r.Time,
+			Priority: exemplar.PriorityOf(r.TraceID, r.SpanID)}
+	}
+	b.exemplars = append(b.exemplars, ex)
+}
+
+// exemplarAt returns staged record i's exemplar, or nil.
+func (b *Batch) exemplarAt(i int32) *exemplar.Exemplar {
+	if len(b.exemplars) == 0 {
+		return nil
+	}
+	if ex := &b.exemplars[i]; ex.TraceID != ([16]byte{}) {
+		return ex
+	}
+	return nil
 }
 
 // Apply adds every record staged since the last Apply, shard by shard, and calls late with the tag
@@ -307,6 +342,7 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict, w int64)) {
 		b.applyOverflow(late)
 	}
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
+	b.exemplars = b.exemplars[:0]
 }
 
 // applyShard adds the records of one shard whose series exist, and sets aside the others.
@@ -316,7 +352,7 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	b.prefetch(sh, idx)
 	for _, i := range idx {
 		r := &b.staged[i]
-		vd, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
+		vd, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.exemplarAt(i))
 		if !ok {
 			b.fresh = append(b.fresh, i)
 			continue
@@ -373,7 +409,7 @@ func (b *Batch) applyFresh(late func(int32, Verdict, int64)) {
 		sh := e.shards[r.hash&e.mask]
 		sh.mu.Lock()
 		w := sh.observe(b.w)
-		vd, full := sh.addOrCreate(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
+		vd, full := sh.addOrCreate(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.exemplarAt(i))
 		sh.mu.Unlock()
 		if full {
 			b.spill = append(b.spill, i)
@@ -397,7 +433,7 @@ func (b *Batch) applyOverflow(late func(int32, Verdict, int64)) {
 	w := sh.observe(b.w)
 	for _, i := range b.spill {
 		r := &b.staged[i]
-		vd := sh.addOverflow(w, int(r.agg), r.p, r.v)
+		vd := sh.addOverflow(w, int(r.agg), r.p, r.v, b.exemplarAt(i))
 		if vd != Expired {
 			b.overflow++
 		}
@@ -444,10 +480,11 @@ func (b *Batch) End() {
 	}
 	b.verdicts, b.overflow = [numVerdicts]uint64{}, 0
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
+	b.exemplars = b.exemplars[:0]
 	if cap(b.keys) > maxPooledKeyBytes || cap(b.staged) > maxPooledRecords || cap(b.seenSeries) > maxPooledRecords {
 		// One huge request must not leave its buffers behind in the pool.
 		b.staged, b.keys, b.order, b.fresh, b.spill = nil, nil, nil, nil, nil
-		b.seenSeries = nil
+		b.seenSeries, b.exemplars = nil, nil
 	}
 	b.e = nil
 	e.batches.Put(b)

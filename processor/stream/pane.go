@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
@@ -59,6 +60,29 @@ type pane struct {
 	// counts are the pane's on-time values in the aggregation's explicit buckets (nil without), for
 	// its slide's point; deltaCounts those of delta, made when a late firing first needs them.
 	counts, deltaCounts []uint64
+	// ex holds the exemplars of the pane's records and of delta's, with Aggregation.Exemplars (nil
+	// without).
+	ex *paneExemplars
+}
+
+// paneExemplars are one pane's exemplars: of all its records, for its slide's point and the max of
+// the windows it is in, and of its delta, for a late firing's point.
+type paneExemplars struct {
+	all, delta exemplar.Reservoir
+}
+
+func (pe *paneExemplars) allOrNil() *exemplar.Reservoir {
+	if pe == nil {
+		return nil
+	}
+	return &pe.all
+}
+
+func (pe *paneExemplars) deltaOrNil() *exemplar.Reservoir {
+	if pe == nil {
+		return nil
+	}
+	return &pe.delta
 }
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
@@ -83,15 +107,40 @@ func (p *pane) clearDelta() {
 		p.deltaHist.Reset()
 	}
 	clear(p.deltaCounts)
+	if p.ex != nil {
+		p.ex.delta.Reset()
+	}
 }
 
 // newSketch is the one place that picks the sketch's parameters.
 func newSketch() *sketch.Histogram { return sketch.New(sketch.DefaultScale, sketch.DefaultMaxBuckets) }
 
-// sketchPool recycles the sketches and bucket counts of dropped panes within a shard.
+// sketchPool recycles the sketches, bucket counts and exemplar reservoirs of dropped panes within a
+// shard.
 type sketchPool struct {
 	free       []*sketch.Histogram
 	freeCounts [][]uint64
+	freeEx     []*paneExemplars
+}
+
+// getExemplars returns empty reservoirs of size exemplars.
+func (sp *sketchPool) getExemplars(size int) *paneExemplars {
+	k := len(sp.freeEx)
+	if k == 0 {
+		return &paneExemplars{all: *exemplar.New(size), delta: *exemplar.New(size)}
+	}
+	pe := sp.freeEx[k-1]
+	sp.freeEx[k-1] = nil
+	sp.freeEx = sp.freeEx[:k-1]
+	pe.all.Init(size)
+	pe.delta.Init(size)
+	return pe
+}
+
+func (sp *sketchPool) putExemplars(pe *paneExemplars) {
+	if pe != nil {
+		sp.freeEx = append(sp.freeEx, pe)
+	}
 }
 
 // getCounts returns n zero bucket counts.
@@ -144,6 +193,9 @@ func newPane(start int64, a *Aggregation, g *windowing, sp *sketchPool) pane {
 	if a.Bounds != nil {
 		p.counts = sp.getCounts(a.buckets())
 	}
+	if a.Exemplars > 0 {
+		p.ex = sp.getExemplars(a.Exemplars)
+	}
 	return p
 }
 
@@ -153,5 +205,6 @@ func (p *pane) release(sp *sketchPool) {
 	sp.put(p.deltaHist)
 	sp.putCounts(p.counts)
 	sp.putCounts(p.deltaCounts)
-	p.hist, p.deltaHist, p.counts, p.deltaCounts = nil, nil, nil, nil
+	sp.putExemplars(p.ex)
+	p.hist, p.deltaHist, p.counts, p.deltaCounts, p.ex = nil, nil, nil, nil, nil
 }

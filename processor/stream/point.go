@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"cmp"
 	"slices"
 
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
@@ -25,6 +27,10 @@ type Point struct {
 	// (Bounds[i-1], Bounds[i]].
 	Hist         *sketch.Histogram
 	BucketCounts []uint64
+	// Exemplars, with Aggregation.Exemplars, are up to that many of the point's records that came with
+	// a span (for cumulative output, of those since the series' previous point): the one with the
+	// greatest value, and a uniform sample of the others, in order of time.
+	Exemplars []exemplar.Exemplar
 }
 
 // accrual is what a series adds up beyond its panes: the late records waiting for its next point,
@@ -33,6 +39,7 @@ type accrual struct {
 	fold       totals
 	foldHist   *sketch.Histogram
 	foldCounts []uint64
+	foldEx     *exemplar.Reservoir // with Aggregation.Exemplars, made on first use
 
 	cum       totals
 	cumHist   *sketch.Histogram
@@ -66,12 +73,19 @@ func (s *series) accrualOf() *accrual {
 	return s.ac
 }
 
-// foldLate adds a late record's value to what the series' next point carries.
-func (s *series) foldLate(v float64, hasValue bool, a *Aggregation) {
+// foldLate adds a late record's value, and its exemplar ex (nil: none), to what the series' next
+// point carries.
+func (s *series) foldLate(v float64, hasValue bool, a *Aggregation, ex *exemplar.Exemplar) {
 	ac := s.accrualOf()
 	ac.fold.add(v, hasValue)
 	if !hasValue {
 		return
+	}
+	if ex != nil {
+		if ac.foldEx == nil {
+			ac.foldEx = exemplar.New(a.Exemplars)
+		}
+		ac.foldEx.Offer(*ex)
 	}
 	if a.Histogram {
 		if ac.foldHist == nil {
@@ -125,11 +139,18 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 	var part *totals
 	var hist *sketch.Histogram
 	var counts []uint64
+	var partEx *exemplar.Reservoir
 	if p := se.paneAt(e - g.slide); p != nil {
 		if late {
 			part, hist, counts = &p.delta, p.deltaHist, p.deltaCounts
 		} else {
 			part, hist, counts = &p.total, p.hist, p.counts
+		}
+		if p.ex != nil {
+			partEx = &p.ex.all
+			if late {
+				partEx = &p.ex.delta
+			}
 		}
 	}
 	if late && (part == nil || part.count == 0) {
@@ -155,9 +176,21 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 			addCounts(pt.BucketCounts, counts)
 		}
 	}
+	var ex *exemplar.Reservoir // the point's
+	if a.Exemplars > 0 {
+		ex = &s.pointEx
+		ex.Init(a.Exemplars)
+		if partEx != nil {
+			ex.Merge(partEx)
+		}
+	}
 	ac := se.ac
 	if !late && ac.folded() {
 		t.merge(&ac.fold)
+		if ex != nil && ac.foldEx != nil {
+			ex.Merge(ac.foldEx)
+			ac.foldEx.Reset()
+		}
 		if pt.Hist != nil && ac.foldHist != nil {
 			pt.Hist.Merge(ac.foldHist)
 			ac.foldHist.Reset()
@@ -192,6 +225,18 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 		}
 	}
 	pt.Count, pt.ValueCount, pt.Sum = t.count, t.valueCount, t.sum
+	if ex != nil && ex.Len() > 0 {
+		pt.Exemplars = r.pointExemplars(ex)
+	}
+}
+
+// byTime orders exemplars by time, then by value: a backend takes a series' exemplars in order of
+// time.
+func byTime(a, b exemplar.Exemplar) int {
+	if c := cmp.Compare(a.Time, b.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Value, b.Value)
 }
 
 // firstDataStart returns the start of the first window holding the series' oldest data, for its first

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 )
 
 // The points of the additive outputs, checked on the model scenarios against what the contract says
@@ -20,10 +21,34 @@ import (
 //     that stays the same while the series lives, at every window end until series_expiration has
 //     passed since its newest data;
 //   - with late firings that revise, every accepted record is in exactly one point;
+//   - the first aggregation keeps pointExemplars exemplars: those of a point are records of that
+//     point (cumulative: of those added since the previous point), as many as it has values up to
+//     the limit, the greatest among them; a window's max exemplar is a record of the window with its
+//     max; the other aggregations have none;
 //   - all of it across a snapshot and restore every few batches, with results pending or not.
 
-// pointBounds are the explicit buckets of the first aggregation of every point scenario.
+// pointBounds are the explicit buckets of the first aggregation of every point scenario, and
+// pointExemplars its exemplars.
 var pointBounds = []float64{-1000, 0, 1, 10, 1000, 1e6}
+
+const pointExemplars = 3
+
+// spanOf is the span ids of the n-th record of a scenario (n > 0), and recordOfSpan the reverse.
+func spanOf(n uint64) (trace [16]byte, span [8]byte) {
+	for i := range 8 {
+		trace[i], span[i] = byte(n>>(8*i)), byte(n>>(8*i))
+	}
+	trace[15] = 0xee
+	return trace, span
+}
+
+func recordOfSpan(trace [16]byte) uint64 {
+	var n uint64
+	for i := range 8 {
+		n |= uint64(trace[i]) << (8 * i)
+	}
+	return n
+}
 
 type pointMode struct {
 	name             string
@@ -37,13 +62,15 @@ type pointContent struct {
 	count, valueCount uint64
 	sum, sumAbs       float64
 	buckets           []uint64
+	recs              []uint64 // the records with a value, by number (see spanOf)
 }
 
-func (c *pointContent) add(v float64) {
+func (c *pointContent) add(v float64, rec uint64) {
 	c.count++
 	if !finite(v) {
 		return
 	}
+	c.recs = append(c.recs, rec)
 	c.valueCount++
 	c.sum += v
 	c.sumAbs += math.Abs(v)
@@ -70,6 +97,7 @@ type gotPoint struct {
 	histCount         uint64
 	hasHist           bool
 	late, atFireAll   bool
+	exemplars         []exemplar.Exemplar
 }
 
 func TestPointsFollowTheContract(t *testing.T) {
@@ -79,6 +107,7 @@ func TestPointsFollowTheContract(t *testing.T) {
 		}
 		c.aggs = slices.Clone(c.aggs)
 		c.aggs[0].Bounds = pointBounds
+		c.aggs[0].Exemplars = pointExemplars
 		for _, mode := range pointModes {
 			t.Run(c.name+"/"+mode.name, func(t *testing.T) {
 				t.Parallel()
@@ -123,6 +152,11 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 	want := map[seriesID]map[int64]*pointContent{} // by series and point timestamp
 	dataEnd := map[seriesID]map[int64]int64{}      // by series and point timestamp: the greatest slide end of its records
 	accepted := map[seriesID]uint64{}
+	var recs []refRec // by number - 1
+	var problems []string
+	bad := func(id seriesID, format string, args ...any) {
+		problems = append(problems, fmt.Sprintf("agg%d %q: ", id.agg, id.key)+fmt.Sprintf(format, args...))
+	}
 	expect := func(id seriesID, end, dend int64, v float64) {
 		if want[id] == nil {
 			want[id], dataEnd[id] = map[int64]*pointContent{}, map[int64]int64{}
@@ -130,13 +164,13 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 		if want[id][end] == nil {
 			want[id][end] = &pointContent{}
 		}
-		want[id][end].add(v)
+		want[id][end].add(v, uint64(len(recs)))
 		dataEnd[id][end] = max(dataEnd[id][end], dend)
 		accepted[id]++
 	}
 	got := map[seriesID][]gotPoint{}
 	atFireAll := false
-	onResult := func(r *Result) {
+	collect := func(r *Result) {
 		if !r.HasPoint || r.Overflow {
 			return
 		}
@@ -146,7 +180,34 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 			p.hasHist, p.histCount = true, r.Point.Hist.Count()
 		}
 		id := seriesID{r.Agg, r.Key}
+		p.exemplars = slices.Clone(r.Point.Exemplars)
 		got[id] = append(got[id], p)
+	}
+	checkMaxExemplar := func(r *Result) {
+		id := seriesID{r.Agg, r.Key}
+		if r.Overflow || !r.HasWindow {
+			return
+		}
+		if c.aggs[r.Agg].Exemplars == 0 || r.WindowValueCount == 0 {
+			if r.HasMaxExemplar {
+				bad(id, "window [%s, %s) has a max exemplar, without exemplars or values", tf.t(r.Start), tf.t(r.End))
+			}
+			return
+		}
+		n := recordOfSpan(r.MaxExemplar.TraceID)
+		if !r.HasMaxExemplar || n == 0 || n > uint64(len(recs)) {
+			bad(id, "window [%s, %s): max exemplar %v is no record", tf.t(r.Start), tf.t(r.End), r.MaxExemplar)
+			return
+		}
+		rec := recs[n-1]
+		if rec.agg != r.Agg || rec.key != r.Key || rec.t < r.Start || rec.t >= r.End || rec.v != r.Max ||
+			r.MaxExemplar.Value != rec.v || r.MaxExemplar.Time != rec.t {
+			bad(id, "window [%s, %s) with max %g: max exemplar %+v is of record %+v", tf.t(r.Start), tf.t(r.End), r.Max, r.MaxExemplar, rec)
+		}
+	}
+	onResult := func(r *Result) {
+		checkMaxExemplar(r)
+		collect(r)
 	}
 	for i, op := range sc.ops {
 		clk.Set(time.Unix(0, op.batchNow))
@@ -155,7 +216,11 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 		wb := mb.watermarkOrInf()
 		for j, r := range op.recs {
 			vd := mb.add(r.agg, r.key, r.t, r.v)
-			b.stage(r.agg, []byte(r.key), r.t, r.v, int32(j))
+			recs = append(recs, r)
+			if b.Check(r.t) == OnTime {
+				trace, span := spanOf(uint64(len(recs)))
+				b.StageChecked(&Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Value: r.v, Tag: int32(j), TraceID: trace, SpanID: span})
+			}
 			id := seriesID{r.agg, r.key}
 			se := slideEnd(r.t)
 			next := floorDiv(wb, slide)*slide + slide // the first window end after W
@@ -204,10 +269,6 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 	atFireAll = true
 	e.FireAll(onResult)
 
-	var problems []string
-	bad := func(id seriesID, format string, args ...any) {
-		problems = append(problems, fmt.Sprintf("agg%d %q: ", id.agg, id.key)+fmt.Sprintf(format, args...))
-	}
 	ids := make([]seriesID, 0, len(accepted))
 	for id := range accepted {
 		ids = append(ids, id)
@@ -236,6 +297,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 				bad(id, "point at %s: sketch %v with %d values, point has %d", tf.t(p.end), p.hasHist, p.histCount, p.valueCount)
 			}
 		}
+		checkPointExemplars(id, ps, want[id], a.Exemplars, recs, !mode.fold, bad, tf)
 		if !mode.fold {
 			var n uint64
 			for _, p := range ps {
@@ -325,5 +387,95 @@ func checkContent(id seriesID, p gotPoint, w *pointContent, bad func(seriesID, s
 		(p.buckets != nil && !slices.Equal(p.buckets, wb)) {
 		bad(id, "point at %s: count %d values %d sum %g buckets %v, want %d %d %g %v",
 			tf.t(p.end), p.count, p.valueCount, p.sum, p.buckets, w.count, w.valueCount, w.sum, wb)
+	}
+}
+
+// checkPointExemplars checks the exemplars of a series' points against the records each should hold
+// (want, by point timestamp); recs are the scenario's records by number - 1. With revise, which point
+// takes a record folded is not worked out here (only that every record is in one point): the
+// exemplars are checked against the series' records, and its greatest must be one of them.
+func checkPointExemplars(id seriesID, ps []gotPoint, want map[int64]*pointContent, k int, recs []refRec, revise bool,
+	bad func(seriesID, string, ...any), tf timeFmt) {
+	if revise {
+		all := &pointContent{}
+		for _, w := range want {
+			all.recs = append(all.recs, w.recs...)
+		}
+		want = map[int64]*pointContent{}
+		for _, p := range ps {
+			want[p.end] = all
+		}
+	}
+	var held []exemplar.Exemplar // of every point, with revise
+	for _, p := range ps {
+		if k == 0 {
+			if len(p.exemplars) > 0 {
+				bad(id, "point at %s has %d exemplars without exemplars configured", tf.t(p.end), len(p.exemplars))
+			}
+			continue
+		}
+		in := map[uint64]bool{}
+		if w := want[p.end]; w != nil {
+			for _, n := range w.recs {
+				in[n] = true
+			}
+		}
+		if len(p.exemplars) > k || uint64(len(p.exemplars)) > p.valueCount {
+			bad(id, "point at %s with %d values has %d exemplars, at most %d", tf.t(p.end), p.valueCount, len(p.exemplars), k)
+		}
+		seen := map[uint64]bool{}
+		for i, ex := range p.exemplars {
+			n := recordOfSpan(ex.TraceID)
+			if !in[n] || seen[n] {
+				bad(id, "point at %s: exemplar %+v is not a record of it, or is there twice", tf.t(p.end), ex)
+				continue
+			}
+			seen[n] = true
+			_, span := spanOf(n)
+			if r := recs[n-1]; ex.Value != r.v || ex.Time != r.t || ex.SpanID != span {
+				bad(id, "point at %s: exemplar %+v, its record is %+v", tf.t(p.end), ex, r)
+			}
+			if i > 0 && ex.Time < p.exemplars[i-1].Time {
+				bad(id, "point at %s: exemplars not in order of time", tf.t(p.end))
+			}
+		}
+		held = append(held, p.exemplars...)
+		if !revise {
+			checkHoldsGreatest(id, p.end, p.exemplars, want[p.end], k, recs, bad, tf)
+		}
+	}
+	if revise && k > 0 && len(ps) > 0 {
+		seen := map[uint64]bool{}
+		for _, ex := range held {
+			if n := recordOfSpan(ex.TraceID); seen[n] {
+				bad(id, "exemplar %+v in two points", ex)
+			} else {
+				seen[n] = true
+			}
+		}
+		checkHoldsGreatest(id, ps[len(ps)-1].end, held, want[ps[0].end], 1, recs, bad, tf)
+	}
+}
+
+// checkHoldsGreatest checks that exemplars exs, of the points at end, number at least as many as
+// the records with values there up to k, and hold one with the greatest of their values.
+func checkHoldsGreatest(id seriesID, end int64, exs []exemplar.Exemplar, w *pointContent, k int, recs []refRec,
+	bad func(seriesID, string, ...any), tf timeFmt) {
+	if w == nil || len(w.recs) == 0 {
+		if len(exs) > 0 {
+			bad(id, "points at %s hold no value, and %d exemplars", tf.t(end), len(exs))
+		}
+		return
+	}
+	greatest := math.Inf(-1)
+	for _, n := range w.recs {
+		greatest = max(greatest, recs[n-1].v)
+	}
+	has := false
+	for _, ex := range exs {
+		has = has || ex.Value == greatest
+	}
+	if len(exs) < min(k, len(w.recs)) || !has {
+		bad(id, "points at %s with %d values (greatest %g) have exemplars %+v", tf.t(end), len(w.recs), greatest, exs)
 	}
 }

@@ -1,6 +1,11 @@
 package stream
 
-import "github.com/windowaggregator/windowaggregator/processor/sketch"
+import (
+	"slices"
+
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
+	"github.com/windowaggregator/windowaggregator/processor/sketch"
+)
 
 // Result is what one series emits at one window end: a firing of its window [Start, End), its point
 // for the additive outputs, or both.
@@ -23,6 +28,10 @@ type Result struct {
 	Avg, Min, Max    float64 // whole window
 	Quantiles        []float64
 	Hist             *sketch.Histogram // nil unless the aggregation reports a histogram (delta when late)
+	// MaxExemplar, with Aggregation.Exemplars and HasMaxExemplar, is the record with the greatest value
+	// in the whole window among those that came with a span (the first of equals).
+	MaxExemplar    exemplar.Exemplar
+	HasMaxExemplar bool
 
 	// HasWindow: the fields above describe a window of the series (a first or a late firing). A
 	// Result without one carries a point alone: a cumulative series' point at a window end where it
@@ -32,16 +41,24 @@ type Result struct {
 	HasPoint bool
 	Point    Point
 
-	late        bool              // a firing of a window that had fired before
-	histStore   *sketch.Histogram // Hist's storage, kept across reuse
-	pointStore  *sketch.Histogram // Point.Hist's storage, likewise
-	countsStore []uint64          // Point.BucketCounts' storage, likewise
+	late        bool                // a firing of a window that had fired before
+	histStore   *sketch.Histogram   // Hist's storage, kept across reuse
+	pointStore  *sketch.Histogram   // Point.Hist's storage, likewise
+	countsStore []uint64            // Point.BucketCounts' storage, likewise
+	exStore     []exemplar.Exemplar // Point.Exemplars' storage, likewise
 }
 
 // reset empties r for reuse, keeping its Quantiles and Hist storage.
 func (r *Result) reset() {
-	q, h, ph, bc := r.Quantiles[:0], r.histStore, r.pointStore, r.countsStore
-	*r = Result{Quantiles: q, histStore: h, pointStore: ph, countsStore: bc}
+	q, h, ph, bc, ex := r.Quantiles[:0], r.histStore, r.pointStore, r.countsStore, r.exStore
+	*r = Result{Quantiles: q, histStore: h, pointStore: ph, countsStore: bc, exStore: ex}
+}
+
+// pointExemplars copies the exemplars of res into r's storage, in order of time.
+func (r *Result) pointExemplars(res *exemplar.Reservoir) []exemplar.Exemplar {
+	r.exStore = res.AppendTo(r.exStore[:0])
+	slices.SortFunc(r.exStore, byTime)
+	return r.exStore
 }
 
 // pointCounts returns the point's bucket counts storage: n zeros.

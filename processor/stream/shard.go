@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
@@ -28,6 +29,7 @@ type shard struct {
 	// scratch for merging panes into a window
 	wTotal, wDelta   totals
 	wHist, wDeltaHst *sketch.Histogram
+	pointEx          exemplar.Reservoir // scratch for merging a point's exemplars
 
 	windowsFired, lateFirings uint64 // firings produced, read under mu
 
@@ -51,11 +53,11 @@ func (s *shard) observe(w int64) int64 {
 	return s.applied
 }
 
-// addExisting puts a record of aggregation agg in pane p into the series key (hash h), judged against
-// the shard's watermark w, and says what became of it. ok is false, and nothing was done, when the
-// series does not exist: Apply creates series after the rest, in the order of their records, so that
-// the first to come get the max_series slots.
-func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v float64) (vd Verdict, ok bool) {
+// addExisting puts a record of aggregation agg in pane p, with its exemplar ex (nil: none), into the
+// series key (hash h), judged against the shard's watermark w, and says what became of it. ok is
+// false, and nothing was done, when the series does not exist: Apply creates series after the rest,
+// in the order of their records, so that the first to come get the max_series slots.
+func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v float64, ex *exemplar.Exemplar) (vd Verdict, ok bool) {
 	vd = s.g.classify(p, w)
 	if vd == Expired {
 		return vd, true
@@ -64,14 +66,14 @@ func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v f
 	if se == nil {
 		return vd, false
 	}
-	s.add(se, p, v, vd)
+	s.add(se, p, v, vd, ex)
 	return vd, true
 }
 
 // addOrCreate is addExisting that creates a missing series. full reports that the aggregation already
 // holds max_series: the record is for the overflow series, and nothing was done.
-func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v float64) (vd Verdict, full bool) {
-	vd, ok := s.addExisting(w, agg, h, key, p, v)
+func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v float64, ex *exemplar.Exemplar) (vd Verdict, full bool) {
+	vd, ok := s.addExisting(w, agg, h, key, p, v, ex)
 	if ok {
 		return vd, false
 	}
@@ -89,16 +91,16 @@ func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v f
 	se.setKey(key)
 	s.table.insert(se)
 	s.list = append(s.list, se)
-	s.add(se, p, v, vd)
+	s.add(se, p, v, vd, ex)
 	return vd, false
 }
 
 // addOverflow puts a record of aggregation agg in pane p into its overflow series (on the engine's
 // overflow shard), judged against w.
-func (s *shard) addOverflow(w int64, agg int, p int64, v float64) Verdict {
+func (s *shard) addOverflow(w int64, agg int, p int64, v float64, ex *exemplar.Exemplar) Verdict {
 	vd := s.g.classify(p, w)
 	if vd != Expired {
-		s.add(s.overflowSeries(agg), p, v, vd)
+		s.add(s.overflowSeries(agg), p, v, vd, ex)
 	}
 	return vd
 }
@@ -134,23 +136,30 @@ func (s *shard) release(se *series) {
 	se.panes, se.acc, se.ac = nil, nil, nil
 }
 
-// add puts a record of pane start, judged as verdict, into series se. A NaN or infinite v is counted
-// but left out of the value aggregates.
+// add puts a record of pane start, judged as verdict, with its exemplar ex (nil: none), into series
+// se. A NaN or infinite v is counted but left out of the value aggregates, and gives no exemplar.
 //
 // An on-time record goes to the series' head (see series.head), which its pane becomes if it is not
 // already. A late one, rare, goes to its pane at once, for the windows that have not fired yet, and
-// either to what the series' next point folds in or to the delta that its late firing reports.
-func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
+// either to what the series' next point folds in or to the delta that its late firing reports. An
+// exemplar goes wherever its record's value goes.
+func (s *shard) add(se *series, start int64, v float64, verdict Verdict, ex *exemplar.Exemplar) {
 	hasValue := !math.IsNaN(v) && !math.IsInf(v, 0)
+	if !hasValue {
+		ex = nil
+	}
 	if verdict != LateUpdate {
 		if se.head.count == 0 || se.headStart != start {
 			se.takeHead(start, s)
 		}
 		se.addToHead(v, hasValue, s)
+		if ex != nil {
+			se.pane(start, s).ex.all.Offer(*ex)
+		}
 		if start+s.g.slide <= s.applied {
 			// On time for a window still to fire, after the point of its own slide: the series'
 			// next point takes it.
-			se.foldLate(v, hasValue, &s.aggs[se.agg])
+			se.foldLate(v, hasValue, &s.aggs[se.agg], ex)
 		}
 		return
 	}
@@ -169,12 +178,18 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 			p.counts[bucketOf(a.Bounds, v)]++
 		}
 	}
+	if ex != nil {
+		p.ex.all.Offer(*ex)
+	}
 	if s.g.fold {
 		p.total.add(v, hasValue)
-		se.foldLate(v, hasValue, a)
+		se.foldLate(v, hasValue, a, ex)
 		return
 	}
 	p.addLate(v, hasValue)
+	if ex != nil {
+		p.ex.delta.Offer(*ex)
+	}
 	if hasValue && a.Bounds != nil {
 		if p.deltaCounts == nil {
 			p.deltaCounts = s.pool.getCounts(a.buckets())
@@ -183,7 +198,7 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict) {
 	}
 	if s.g.expired(start+s.g.slide, s.applied) {
 		// The window of the record's own slide can no longer fire late: its point is the next one.
-		se.foldLate(v, hasValue, a)
+		se.foldLate(v, hasValue, a, ex)
 	}
 	s.dirty = true
 }
@@ -331,6 +346,9 @@ func (s *shard) emit(se *series, start, end int64, late, inWindow bool) {
 	r := s.pending.next()
 	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.late = int(se.agg), se.key, se.overflow, start, end, late
 	r.HasWindow = true
+	if a.Exemplars > 0 {
+		r.MaxExemplar, r.HasMaxExemplar = windowMaxExemplar(se.panes[first : first+n])
+	}
 	s.fillPoint(se, r, end, late)
 	part := &s.wTotal
 	if late {
@@ -352,6 +370,20 @@ func (s *shard) emit(se *series, start, end int64, late, inWindow bool) {
 			r.setHist(h)
 		}
 	}
+}
+
+// windowMaxExemplar returns the exemplar with the greatest value of the window made of panes, the
+// first of equals.
+func windowMaxExemplar(panes []pane) (best exemplar.Exemplar, ok bool) {
+	for i := range panes {
+		if panes[i].ex == nil {
+			continue
+		}
+		if e, has := panes[i].ex.all.Max(); has && (!ok || e.Value > best.Value) {
+			best, ok = e, true
+		}
+	}
+	return best, ok
 }
 
 // windowSketch returns the sketch of the series' window ending at end, a first firing of a sliding

@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
 // The snapshot format: magic, version, then the configuration it was taken under (a snapshot only
 // restores into an engine with the same window geometry and aggregations), the watermark, the series
-// with their panes, and the results not yet collected.
+// with their panes, and the results not yet collected. Version 4 added exemplars, which are not part
+// of the configuration: a snapshot restores into an engine that keeps more, fewer or none, and the
+// exemplars restored are what reservoirs of the engine's size would have kept of them.
 const (
 	snapshotMagic   = "WAGS"
-	snapshotVersion = 3
+	snapshotVersion = 4
 )
 
 // errSnapshotMismatch says that a snapshot was taken under another configuration.
@@ -134,6 +137,11 @@ func encodeSeries(enc *encoder, se *series) {
 		encodeSketch(enc, p.deltaHist)
 		encodeCounts(enc, p.counts)
 		encodeCounts(enc, p.deltaCounts)
+		enc.bool(p.ex != nil)
+		if p.ex != nil {
+			enc.b = p.ex.all.AppendBinary(enc.b)
+			enc.b = p.ex.delta.AppendBinary(enc.b)
+		}
 	}
 	ac := se.ac
 	enc.bool(ac != nil)
@@ -149,6 +157,15 @@ func encodeSeries(enc *encoder, se *series) {
 	enc.varint(ac.start)
 	enc.varint(ac.lastEnd)
 	enc.bool(ac.started)
+	encodeReservoir(enc, ac.foldEx)
+}
+
+// encodeReservoir writes exemplars that may be absent (nil).
+func encodeReservoir(enc *encoder, r *exemplar.Reservoir) {
+	enc.bool(r != nil)
+	if r != nil {
+		enc.b = r.AppendBinary(enc.b)
+	}
 }
 
 // encodeCounts writes explicit bucket counts; nil and empty are both written as none.
@@ -187,6 +204,19 @@ func encodeResult(enc *encoder, r *Result) {
 	enc.float(pt.Sum)
 	encodeSketch(enc, pt.Hist)
 	encodeCounts(enc, pt.BucketCounts)
+	// A result's exemplars, as a reservoir: the greatest first.
+	var res exemplar.Reservoir
+	res.Init(len(pt.Exemplars))
+	for _, ex := range pt.Exemplars {
+		res.Offer(ex)
+	}
+	enc.b = res.AppendBinary(enc.b)
+	enc.bool(r.HasMaxExemplar)
+	if r.HasMaxExemplar {
+		res.Init(1)
+		res.Offer(r.MaxExemplar)
+		enc.b = res.AppendBinary(enc.b)
+	}
 }
 
 // Restore loads a snapshot into an engine that has not ingested anything. On error the engine is left
@@ -420,6 +450,13 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 			p.counts = decodeCounts(d, nb, a.Bounds == nil)
 			p.deltaCounts = decodeCounts(d, nb, true)
 		}
+		if a.Exemplars > 0 {
+			p.ex = &paneExemplars{all: *exemplar.New(a.Exemplars), delta: *exemplar.New(a.Exemplars)}
+		}
+		if version >= 4 && d.bool() {
+			decodeExemplars(d, p.ex.allOrNil(), a.Exemplars)
+			decodeExemplars(d, p.ex.deltaOrNil(), a.Exemplars)
+		}
 		if d.err != nil {
 			return se
 		}
@@ -438,6 +475,12 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 		ac.cumHist = decodeOptionalSketch(d, a.Histogram)
 		ac.cumCounts = decodeCounts(d, nb, true)
 		ac.start, ac.lastEnd, ac.started = d.varint(), d.varint(), d.bool()
+		if version >= 4 && d.bool() {
+			if a.Exemplars > 0 {
+				ac.foldEx = exemplar.New(a.Exemplars)
+			}
+			decodeExemplars(d, ac.foldEx, a.Exemplars)
+		}
 		se.ac = ac
 	}
 	if d.err == nil && len(se.panes) == 0 && se.ac == nil {
@@ -511,7 +554,39 @@ func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 		pt.BucketCounts = r.pointCounts(len(c))
 		copy(pt.BucketCounts, c)
 	}
+	if version >= 4 {
+		var res exemplar.Reservoir
+		res.Init(a.Exemplars)
+		decodeExemplars(d, &res, a.Exemplars)
+		if res.Len() > 0 {
+			pt.Exemplars = r.pointExemplars(&res)
+		}
+		if d.bool() {
+			res.Init(1)
+			decodeExemplars(d, &res, a.Exemplars)
+			r.MaxExemplar, r.HasMaxExemplar = res.Max()
+		}
+	}
 	if pt.ValueCount > pt.Count {
 		d.fail()
 	}
+}
+
+// decodeExemplars reads exemplars that AppendBinary wrote into dst, which keeps what a reservoir of its
+// size would have kept of them; nil, or an engine that keeps no exemplars (size 0), drops them.
+func decodeExemplars(d *decoder, dst *exemplar.Reservoir, size int) {
+	if d.err != nil {
+		return
+	}
+	all := exemplar.New(MaxExemplars)
+	rest, err := all.Decode(d.b)
+	if err != nil {
+		d.fail()
+		return
+	}
+	d.b = rest
+	if dst == nil || size == 0 {
+		return
+	}
+	dst.Merge(all)
 }
