@@ -212,10 +212,12 @@ type aggregation struct {
 	quantiles []float64
 	histMax   int       // buckets per sign of the exponential histogram output
 	bounds    []float64 // the explicit histogram output's bucket bounds, in the value's unit; nil: exponential
+	exemplars int       // per histogram data point; 0: none
 }
 
 func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
-	c := &aggregation{index: index, name: a.Name, signal: a.Signal, input: inputSpans, histMax: defaultHistogramMaxSize}
+	c := &aggregation{index: index, name: a.Name, signal: a.Signal, input: inputSpans, histMax: defaultHistogramMaxSize,
+		exemplars: a.Exemplars.perPoint()}
 	if a.Signal == signalLogs {
 		c.input = inputLogs
 	}
@@ -288,7 +290,8 @@ func (c *aggregation) reads(f int) bool {
 // engineAggregation is what the engine keeps for this aggregation.
 func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
 	hist := c.hasOutput(outputHistogram)
-	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: hist && c.bounds == nil, Bounds: c.bounds}
+	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: hist && c.bounds == nil, Bounds: c.bounds,
+		Exemplars: c.exemplars}
 }
 
 // matches applies the where clause.

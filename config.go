@@ -92,6 +92,30 @@ type AggregationConfig struct {
 	Outputs []string     `mapstructure:"outputs"`
 	// Histogram says what the histogram output is: exponential (the default) or explicit buckets.
 	Histogram *HistogramConfig `mapstructure:"histogram"`
+	// Exemplars attaches spans to the histogram points and the max gauge (spans only).
+	Exemplars ExemplarsConfig `mapstructure:"exemplars"`
+}
+
+// ExemplarsConfig: with Enabled, each histogram data point carries up to MaxPerDataPoint of the spans
+// counted in it (0: 5), the one with the greatest value among them, and the max gauge the span with
+// the window's greatest value.
+type ExemplarsConfig struct {
+	Enabled         bool `mapstructure:"enabled"`
+	MaxPerDataPoint int  `mapstructure:"max_per_data_point"`
+}
+
+// defaultExemplars is max_per_data_point's default, span_metrics' too.
+const defaultExemplars = 5
+
+// perPoint is the exemplars a histogram data point carries; 0: none.
+func (e ExemplarsConfig) perPoint() int {
+	switch {
+	case !e.Enabled:
+		return 0
+	case e.MaxPerDataPoint == 0:
+		return defaultExemplars
+	}
+	return e.MaxPerDataPoint
 }
 
 // HistogramConfig is one of its two forms.
@@ -356,6 +380,17 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 				bad("histogram.explicit.buckets", "%v", err)
 			}
 		}
+	}
+	if ex := a.Exemplars; ex.Enabled {
+		switch {
+		case a.Signal != signalSpans:
+			bad("exemplars", "applies to spans only")
+		case !outs[outputHistogram] && !outs[outputMax]:
+			bad("exemplars", "go on the histogram and max outputs; this aggregation has neither")
+		}
+	}
+	if m := a.Exemplars.MaxPerDataPoint; m < 0 || m > stream.MaxExemplars {
+		bad("exemplars.max_per_data_point", "must be between 1 and %d (0: %d), got %d", stream.MaxExemplars, defaultExemplars, m)
 	}
 	return errs
 }

@@ -49,8 +49,11 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !a.duration || a.unit != "ms" || !a.hasOutput("count") || a.hasOutput("sum") || len(a.quantiles) != 0 || len(a.groupBy) != 0 ||
-		a.histMax != 160 {
-		t.Fatalf("aggregation defaults (value duration, unit ms, outputs [count], no group_by, histogram_max_size 160): %+v", a)
+		a.histMax != 160 || a.exemplars != 0 {
+		t.Fatalf("aggregation defaults (value duration, unit ms, outputs [count], no group_by, histogram_max_size 160, no exemplars): %+v", a)
+	}
+	if n := (ExemplarsConfig{Enabled: true}).perPoint(); n != 5 {
+		t.Fatalf("exemplars enabled without max_per_data_point: %d a point, want 5", n)
 	}
 }
 
@@ -68,6 +71,9 @@ func TestFullConfigLoads(t *testing.T) {
 	a, err := compileAggregation(0, cfg.Aggregations[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	if a.exemplars != 8 {
+		t.Fatalf("exemplars per point %d, want 8", a.exemplars)
 	}
 	want := []float64{0.50, 0.95, 0.99, 0.999}
 	if len(a.quantiles) != len(want) {
@@ -112,6 +118,9 @@ var invalidConfigs = map[string][]string{
 	"bad_histogram_max_size":             {"aggregations[0] (a).histogram.exponential.max_size", "between 2 and 4096"},
 	"histogram_without_histogram_output": {"aggregations[0] (a).histogram", "histogram output only"},
 	"both_histograms":                    {"aggregations[0] (a).histogram", "not both"},
+	"exemplars_on_logs":                  {"aggregations[0] (a).exemplars", "spans only"},
+	"exemplars_without_their_outputs":    {"aggregations[0] (a).exemplars", "histogram and max outputs"},
+	"too_many_exemplars":                 {"aggregations[0] (a).exemplars.max_per_data_point", "between 1 and 1000", "got 1001"},
 	"no_buckets":                         {"aggregations[0] (a).histogram.explicit.buckets", "at least one"},
 	"numbers_for_duration_buckets":       {"histogram.explicit.buckets", "durations, as in 5ms; got 5"},
 	"durations_for_attribute_buckets":    {"histogram.explicit.buckets", "numbers; got 5ms"},

@@ -2,6 +2,7 @@ package windowaggregator
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -173,6 +174,17 @@ type spanSpec struct {
 	ms      float64
 	attrs   map[string]any
 	kind    ptrace.SpanKind
+	id      uint64 // its trace and span ids (see spanIDs); 0: none
+}
+
+// spanIDs are the trace and span ids of a spanSpec's id.
+func spanIDs(id uint64) (pcommon.TraceID, pcommon.SpanID) {
+	var tr pcommon.TraceID
+	var sp pcommon.SpanID
+	binary.BigEndian.PutUint64(tr[8:], id)
+	binary.BigEndian.PutUint64(sp[:], id)
+	tr[0] = 0x7a
+	return tr, sp
 }
 
 func traces(specs ...spanSpec) ptrace.Traces {
@@ -189,6 +201,11 @@ func traces(specs ...spanSpec) ptrace.Traces {
 		span := spans.AppendEmpty()
 		span.SetName(sp.name)
 		span.SetKind(sp.kind)
+		if sp.id != 0 {
+			tr, id := spanIDs(sp.id)
+			span.SetTraceID(tr)
+			span.SetSpanID(id)
+		}
 		if sp.end != 0 {
 			end := int64(sp.end * float64(s))
 			span.SetEndTimestamp(pcommon.Timestamp(end))

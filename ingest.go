@@ -250,6 +250,9 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action late
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
 				r.setSpan(sp, s.readKind, s.readStatus)
+				if s.readSpanIDs {
+					run.rec.TraceID, run.rec.SpanID = sp.TraceID(), sp.SpanID()
+				}
 				start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
 				run.stage(s.spanAggs, timeOf(end), start, end)
 			}

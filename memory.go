@@ -4,41 +4,47 @@ import "go.uber.org/zap"
 
 // The memory formula of the README, per aggregation:
 //
-//	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B))
+//	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B + X))
 //	P = (size + allowed_lateness + max_out_of_orderness + max_future_skew) / slide + 1
 //
 // with S the sketch of a pane (none without percentiles or an exponential histogram, twice with an
 // exponential histogram whose late firings revise, for its late deltas), B the explicit buckets' counts
-// of a pane (8 bytes a bucket; twice when late firings revise), and A what a series adds up beyond
-// its panes with cumulative output or folded late records: accrualBytes, a sketch with an exponential
-// histogram, and B. The estimate logged at start takes assumedKeyBytes per group_by key and
-// assumedSketch bytes per sketch; the README says how to read it.
+// of a pane (8 bytes a bucket; twice when late firings revise), X a pane's exemplars (with k =
+// max_per_data_point: exemplarsBytes + exemplarBytes × (k - 1), the second term twice when late
+// firings revise), and A what a series adds up beyond its panes with cumulative output or folded
+// late records: accrualBytes, a sketch with an exponential histogram, B, and with exemplars
+// exemplarsBytes/2 + exemplarBytes × (k - 1). The estimate logged at start takes assumedKeyBytes per
+// group_by key and assumedSketch bytes per sketch; the README says how to read it.
 const (
 	seriesBytes     = 550
-	paneBytes       = 150
+	paneBytes       = 160
 	accrualBytes    = 200
 	assumedKeyBytes = 64
 	assumedSketch   = 1024
+	exemplarsBytes  = 200 // a pane's two reservoirs
+	exemplarBytes   = 50  // one exemplar kept, in its size class
 )
 
 // A result data point kept for delivery, as pdata (bench/README.md, "Memory and checkpoints"): a
 // sum or gauge with a few attributes, and what a histogram adds per explicit bucket or per
-// exponential bucket (in halves of a byte).
+// exponential bucket (in halves of a byte), and one exemplar.
 const (
 	pendingPointBytes      = 345
 	explicitBucketBytes    = 19
 	exponentialHalfBuckets = 17
+	pendingExemplarBytes   = 150
 )
 
 // pendingPointEstimate is the bytes of the largest data point that aggregation a emits.
 func pendingPointEstimate(a *aggregation) int64 {
+	exemplars := pendingExemplarBytes * int64(a.exemplars)
 	switch {
 	case !a.hasOutput(outputHistogram):
-		return pendingPointBytes
+		return pendingPointBytes + min(exemplars, pendingExemplarBytes) // the max gauge's
 	case a.bounds != nil:
-		return pendingPointBytes + explicitBucketBytes*int64(len(a.bounds)+1)
+		return pendingPointBytes + explicitBucketBytes*int64(len(a.bounds)+1) + exemplars
 	default:
-		return pendingPointBytes + exponentialHalfBuckets*int64(a.histMax)/2
+		return pendingPointBytes + exponentialHalfBuckets*int64(a.histMax)/2 + exemplars
 	}
 }
 
@@ -76,8 +82,17 @@ func memoryEstimate(cfg *Config, a *aggregation) int64 {
 	if revise {
 		paneCounts *= 2
 	}
+	var paneExemplars int64
+	if k := int64(a.exemplars); k > 0 {
+		paneExemplars = exemplarsBytes + exemplarBytes*(k-1)
+		if revise {
+			paneExemplars += exemplarBytes * (k - 1)
+		} else {
+			accrual += exemplarsBytes/2 + exemplarBytes*(k-1)
+		}
+	}
 	key := int64(assumedKeyBytes * len(a.groupBy))
-	return int64(cfg.MaxSeries+1) * (seriesBytes + key + accrual + panesPerSeries(cfg)*(paneBytes+sketch+paneCounts))
+	return int64(cfg.MaxSeries+1) * (seriesBytes + key + accrual + panesPerSeries(cfg)*(paneBytes+sketch+paneCounts+paneExemplars))
 }
 
 // logMemoryEstimate logs the formula's value for the configuration, so that an operator sees what a

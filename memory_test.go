@@ -24,9 +24,9 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	}
 	fields := loggedEstimate(t, cfg)
 	// P = (60 + 30 + 5 + 300) s / 60 s + 1 = 7 panes.
-	// lat: 10001 × (550 + 2 × 64 + 7 × (150 + 1024)) = 10001 × 8896; n: 10001 × (550 + 7 × 150) = 10001 × 1600.
+	// lat: 10001 × (550 + 2 × 64 + 7 × (160 + 1024)) = 10001 × 8966; n: 10001 × (550 + 7 × 160) = 10001 × 1670.
 	// Pending points, sums and gauges: 100000 × 345.
-	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8896, "bytes.n": 10001 * 1600, "bytes": 10001 * (8896 + 1600),
+	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8966, "bytes.n": 10001 * 1670, "bytes": 10001 * (8966 + 1670),
 		"bytes.pending_points": 100000 * 345}
 	for k, v := range want {
 		if fields[k] != v {
@@ -42,14 +42,34 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 		{Name: "e", Signal: "spans", Outputs: []string{"histogram"}},
 	}
 	fields = loggedEstimate(t, cfg)
-	// h: 10001 × (550 + 64 + (200 + 40) + 7 × (150 + 40)) = 10001 × 2184;
-	// e: 10001 × (550 + (200 + 1024) + 7 × (150 + 1024)) = 10001 × 9992 (no late-delta sketch when folding).
+	// h: 10001 × (550 + 64 + (200 + 40) + 7 × (160 + 40)) = 10001 × 2254;
+	// e: 10001 × (550 + (200 + 1024) + 7 × (160 + 1024)) = 10001 × 10062 (no late-delta sketch when folding).
 	// Pending points: the exponential histogram's at max_size 160, 345 + 17 × 160 / 2 = 1705
 	// bytes, against the explicit one's 345 + 19 × 5.
-	want = map[string]int64{"bytes.h": 10001 * 2184, "bytes.e": 10001 * 9992, "bytes.pending_points": 100000 * 1705}
+	want = map[string]int64{"bytes.h": 10001 * 2254, "bytes.e": 10001 * 10062, "bytes.pending_points": 100000 * 1705}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("cumulative: %s = %v, want %d", k, fields[k], v)
+		}
+	}
+
+	// With 5 exemplars a point, h's panes hold two reservoirs (200 bytes) and 4 exemplars of 50
+	// bytes, its accrual one reservoir (100) and 4 more: 10001 × (2254 + 7 × 400 + 300) = 10001 × 5354.
+	cfg.Aggregations[0].Exemplars = ExemplarsConfig{Enabled: true}
+	fields = loggedEstimate(t, cfg)
+	if want := int64(10001 * 5354); fields["bytes.h"] != want {
+		t.Errorf("exemplars, cumulative: bytes.h = %v, want %d", fields["bytes.h"], want)
+	}
+	// Delta points with late firings that revise: no accrual, and a pane's late delta has 4
+	// exemplars of its own: 10001 × (550 + 64 + 7 × (160 + 2 × 40 + 200 + 2 × 200)) = 10001 × 6494.
+	// h's point carries 5 exemplars of 150 bytes: 345 + 19 × 5 + 750 = 1190 bytes.
+	cfg.Temporality, cfg.LateFirings = temporalityDelta, lateRevise
+	cfg.Aggregations = cfg.Aggregations[:1]
+	fields = loggedEstimate(t, cfg)
+	want = map[string]int64{"bytes.h": 10001 * 6494, "bytes.pending_points": 100000 * 1190}
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("exemplars, revise: %s = %v, want %d", k, fields[k], v)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
@@ -148,7 +149,10 @@ func (b *metricsBuilder) add(r *stream.Result) {
 		e := &a.outputs[i]
 		if e.def.ofWindowValues {
 			if r.HasWindow && r.WindowValueCount > 0 { // no value in the window: no gauge of its values
-				b.number(ro, i, a, start, end, e.def.value(r, e.q), attrs)
+				dp := b.number(ro, i, a, start, end, e.def.value(r, e.q), attrs)
+				if r.HasMaxExemplar && e.def.name == outputMax {
+					putExemplar(dp.Exemplars().AppendEmpty(), &r.MaxExemplar)
+				}
 			}
 			continue
 		}
@@ -184,8 +188,28 @@ func (b *metricsBuilder) explicitHistogram(ro *aggOut, slot int, a *aggregation,
 	dp.SetSum(p.Sum)
 	dp.ExplicitBounds().FromRaw(a.bounds)
 	dp.BucketCounts().FromRaw(p.BucketCounts) // len(bounds)+1 of them, as stream.Point says
+	putExemplars(dp.Exemplars(), p.Exemplars)
 	attrs(dp.Attributes())
 	b.points++
+}
+
+// putExemplars appends a point's exemplars.
+func putExemplars(dst pmetric.ExemplarSlice, exs []exemplar.Exemplar) {
+	if len(exs) == 0 {
+		return
+	}
+	dst.EnsureCapacity(len(exs))
+	for i := range exs {
+		putExemplar(dst.AppendEmpty(), &exs[i])
+	}
+}
+
+// putExemplar sets one exemplar: the span's ids, its value in the aggregation's unit and its end.
+func putExemplar(dst pmetric.Exemplar, ex *exemplar.Exemplar) {
+	dst.SetTraceID(ex.TraceID)
+	dst.SetSpanID(ex.SpanID)
+	dst.SetDoubleValue(ex.Value)
+	dst.SetTimestamp(pcommon.Timestamp(ex.Time))
 }
 
 // histogram appends the exponential histogram data point of point p.
@@ -211,12 +235,13 @@ func (b *metricsBuilder) histogram(ro *aggOut, slot int, a *aggregation, start, 
 	off, b.counts = h.AppendNegativeCountsAt(b.counts[:0], scale)
 	dp.Negative().SetOffset(off)
 	dp.Negative().BucketCounts().FromRaw(b.counts)
+	putExemplars(dp.Exemplars(), p.Exemplars)
 	attrs(dp.Attributes())
 	b.points++
 }
 
-// number appends a double data point to the Sum or Gauge of output slot.
-func (b *metricsBuilder) number(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) {
+// number appends a double data point to the Sum or Gauge of output slot, and returns it.
+func (b *metricsBuilder) number(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) pmetric.NumberDataPoint {
 	m := b.metric(ro, slot, a)
 	var dp pmetric.NumberDataPoint
 	if m.Type() == pmetric.MetricTypeSum {
@@ -229,6 +254,7 @@ func (b *metricsBuilder) number(ro *aggOut, slot int, a *aggregation, start, end
 	dp.SetDoubleValue(v)
 	attrs(dp.Attributes())
 	b.points++
+	return dp
 }
 
 // putAttributes sets the decoded group-by values under their keys, with their types.

@@ -64,7 +64,7 @@ var outputs = []output{
 	{name: "histogram", needsValue: true, metric: shapeHistogram, description: "Histogram of the values" + additive},
 }
 
-const outputCount, outputHistogram = "count", "histogram"
+const outputCount, outputHistogram, outputMax = "count", "histogram", "max"
 
 // lookupOutput returns the row of a configured output name, or nil.
 func lookupOutput(name string) *output {

@@ -33,9 +33,11 @@ type shared struct {
 	// whether some span aggregation reads the span kind or the status code: a span's status lies
 	// apart from the fields every aggregation reads, so reading it only when needed saves a cache line
 	readKind, readStatus bool
-	engine               *stream.Engine
-	tel                  *telemetry
-	emitter              *emitter
+	// whether some span aggregation keeps exemplars: only then are a span's ids read
+	readSpanIDs bool
+	engine      *stream.Engine
+	tel         *telemetry
+	emitter     *emitter
 	// instance is the service.instance.id that output resources carry: the collector's, or the one
 	// of the restored checkpoint (see checkpointer.decode); "" for none
 	instance string
@@ -134,6 +136,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 			s.spanAggs = append(s.spanAggs, a)
 			kind, status := a.readsSpanFields()
 			s.readKind, s.readStatus = s.readKind || kind, s.readStatus || status
+			s.readSpanIDs = s.readSpanIDs || a.exemplars > 0
 		}
 		ecfg.Aggregations = append(ecfg.Aggregations, a.engineAggregation(cfg.MaxSeries))
 	}

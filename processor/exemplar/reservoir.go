@@ -112,6 +112,9 @@ func (r *Reservoir) offerOther(e Exemplar) {
 		return
 	}
 	if len(r.sample) < limit {
+		if r.sample == nil {
+			r.sample = make([]Exemplar, 0, limit) // at once: a busy pane fills it
+		}
 		r.sample = append(r.sample, e)
 		if len(r.sample) == limit {
 			r.findWorst()
