@@ -47,6 +47,7 @@ type waOptions struct {
 	perSource  []string // watermark.per_source
 	delta      bool     // temporality: delta, late_firings: revise (the default is cumulative, fold)
 	explicit   []any    // histogram.explicit.buckets; nil: the exponential histogram
+	exemplars  bool     // exemplars: {enabled: true, max_per_data_point: 5}, as smConfigWithExemplars
 }
 
 // explicitBuckets are span_metrics' default explicit bounds, as durations.
@@ -87,6 +88,7 @@ func waConfig(o waOptions) *windowaggregator.Config {
 			cfg.Aggregations[0].Histogram = &windowaggregator.HistogramConfig{
 				Explicit: &windowaggregator.ExplicitHistogramConfig{Buckets: o.explicit}}
 		}
+		cfg.Aggregations[0].Exemplars = windowaggregator.ExemplarsConfig{Enabled: o.exemplars, MaxPerDataPoint: exemplarsPerPoint}
 	}
 	if err := cfg.Validate(); err != nil {
 		panic(err)
@@ -107,6 +109,20 @@ func smConfig() *spanmetricsconnector.Config {
 	cfg.Histogram.Exponential = configoptional.Some(spanmetricsconnector.ExponentialHistogramConfig{MaxSize: 160})
 	cfg.AggregationTemporality = "AGGREGATION_TEMPORALITY_DELTA"
 	cfg.MetricsFlushInterval = time.Minute
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
+// exemplarsPerPoint is max_per_data_point of both sides when exemplars are on: span_metrics' default.
+const exemplarsPerPoint = 5
+
+// smConfigWithExemplars is smConfig with exemplars on: span_metrics keeps the first
+// exemplarsPerPoint spans of each histogram point between flushes.
+func smConfigWithExemplars() *spanmetricsconnector.Config {
+	cfg := smConfig()
+	cfg.Exemplars = spanmetricsconnector.ExemplarsConfig{Enabled: true, MaxPerDataPoint: exemplarsPerPoint}
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}

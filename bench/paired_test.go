@@ -31,6 +31,10 @@ import (
 //     (target <= 1.10);
 //   - pair=explicit_vs_exponential ([count, sum, histogram] only: explicit buckets, span_metrics'
 //     default bounds, vs the exponential histogram): x_exponential = explicit ns/span ÷ exponential;
+//   - pair=exemplars_window_aggregator_vs_span_metrics: the first pair with exemplars on for both
+//     (5 a point): x_span_metrics as above;
+//   - pair=exemplars_on_vs_off (window_aggregator): x_off = with exemplars ns/span ÷ without, what
+//     the feature costs;
 //   - pair=per_source_vs_global (window_aggregator, watermark.per_source [service.instance.id] vs no
 //     per_source, on batches whose 10 services have 2 instances each taking turns batch by batch: 20
 //     sources; turns of 60 batches): x_global = per_source ns/span ÷ global ns/span (target <= 1.05);
@@ -67,6 +71,22 @@ func BenchmarkPaired(b *testing.B) {
 				}
 				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
 				b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_delta")
+			})
+			b.Run("pair=exemplars_window_aggregator_vs_span_metrics", func(b *testing.B) {
+				sides := []side{
+					{name: "span_metrics", h: newSpanMetrics(b, smConfigWithExemplars(), nil)},
+					{name: "window_aggregator", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs, exemplars: true}), nil)},
+				}
+				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
+				b.ReportMetric(sides[0].nsPerSpan(b)/sides[1].nsPerSpan(b), "x_span_metrics")
+			})
+			b.Run("pair=exemplars_on_vs_off", func(b *testing.B) {
+				sides := []side{
+					{name: "off", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
+					{name: "on", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs, exemplars: true}), nil)},
+				}
+				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
+				b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_off")
 			})
 			if outputsName(outputs) == outputsName(outputsSumHist) {
 				b.Run("pair=explicit_vs_exponential", func(b *testing.B) {

@@ -27,9 +27,14 @@ type Exemplar struct {
 
 // Reservoir holds the exemplar with the greatest value (the first of equals) and up to Size-1 of the
 // others, those with the lowest priorities. The zero Reservoir is empty and holds at most one.
+//
+// What Offer reads of a span it does not take, most of a busy pane's, lies in the first 48 bytes:
+// hasMax, full, bar and the greatest value.
 type Reservoir struct {
-	max    Exemplar
 	hasMax bool
+	full   bool   // the sample holds size-1
+	bar    uint64 // with full: the highest priority in the sample, which a span must be below to enter
+	max    Exemplar
 	sample []Exemplar // unordered; at most size-1
 	worst  int        // index in sample of its highest priority, once sample is full
 	size   int
@@ -37,7 +42,9 @@ type Reservoir struct {
 
 // New returns an empty reservoir of size exemplars at most (size >= 1).
 func New(size int) *Reservoir {
-	return &Reservoir{size: max(size, 1)}
+	r := &Reservoir{}
+	r.Init(size)
+	return r
 }
 
 // Len is the number of exemplars held.
@@ -95,6 +102,9 @@ func mix(x uint64) uint64 {
 
 // Offer considers one span.
 func (r *Reservoir) Offer(e Exemplar) {
+	if r.full && r.hasMax && e.Value <= r.max.Value && e.Priority >= r.bar {
+		return // neither the greatest nor in the sample
+	}
 	if !r.hasMax {
 		r.max, r.hasMax = e, true
 		return
@@ -121,13 +131,13 @@ func (r *Reservoir) offerOther(e Exemplar) {
 		}
 		return
 	}
-	// Most spans of a busy pane are not taken: one comparison each.
-	if e.Priority < r.sample[r.worst].Priority {
+	if e.Priority < r.bar {
 		r.sample[r.worst] = e
 		r.findWorst()
 	}
 }
 
+// findWorst finds the sample's highest priority, which is full.
 func (r *Reservoir) findWorst() {
 	r.worst = 0
 	for i := 1; i < len(r.sample); i++ {
@@ -135,6 +145,7 @@ func (r *Reservoir) findWorst() {
 			r.worst = i
 		}
 	}
+	r.full, r.bar = true, r.sample[r.worst].Priority
 }
 
 // Merge adds what o holds, as if every span offered to o had been offered to r (o is unchanged).
@@ -150,14 +161,15 @@ func (r *Reservoir) Merge(o *Reservoir) {
 
 // Init empties the reservoir and makes its size size, keeping its memory.
 func (r *Reservoir) Init(size int) {
-	r.Reset()
 	r.size = max(size, 1)
+	r.Reset()
 }
 
 // Reset empties the reservoir, keeping its size and memory.
 func (r *Reservoir) Reset() {
 	r.hasMax = false
 	r.sample = r.sample[:0]
+	r.full, r.bar = r.size <= 1, 0 // size 1: no sample, so every span but a greater one is turned away
 }
 
 // exemplarBytes is the encoded size of one exemplar.

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -42,17 +43,20 @@ func ignoreLate(int32, Verdict, int64) {}
 // thousand records per second in all (so 100k series get one record per ten seconds each). The wall
 // clock keeps up with the records' event time, as in a collector, so that the watermark follows them.
 // It reports ns and allocs per record, window firings included. Batches are staged and applied, as the
-// component sends them.
-func benchEngine(b *testing.B, size, slide time.Duration, nSeries int) {
+// component sends them. With exemplars > 0 the aggregation keeps that many a point, and every record
+// comes with span ids of its own.
+func benchEngine(b *testing.B, size, slide time.Duration, nSeries, exemplars int) {
 	const batch = 1000
 	t := int64(time.Second)
 	clk := clock.NewFake(time.Unix(0, t))
 	e, err := New(Config{Size: size, Slide: slide, MaxFutureSkew: 1000 * time.Hour, Clock: clk,
-		Aggregations: []Aggregation{{MaxSeries: nSeries + 1, Quantiles: []float64{0.5, 0.95, 0.99}}}})
+		Aggregations: []Aggregation{{MaxSeries: nSeries + 1, Quantiles: []float64{0.5, 0.95, 0.99}, Exemplars: exemplars}}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	br := newBenchRecords(nSeries, batch)
+	var rec Record
+	var spans uint64
 	var results int
 	sink := func(r *Result) { results++ }
 	// Event time per batch.
@@ -63,7 +67,15 @@ func benchEngine(b *testing.B, size, slide time.Duration, nSeries int) {
 			clk.Set(time.Unix(0, t+step)) // the end of the batch's event times
 			bt := e.Begin(clk.Now())
 			for i := 0; i < batch && done < n; i, done = i+1, done+1 {
-				bt.stage(0, br.keys[k], t+br.offset[i]%step, br.values[i], int32(i))
+				if exemplars == 0 {
+					bt.stage(0, br.keys[k], t+br.offset[i]%step, br.values[i], int32(i))
+				} else {
+					spans++
+					rec = Record{Key: br.keys[k], Time: t + br.offset[i]%step, Value: br.values[i], Tag: int32(i)}
+					binary.LittleEndian.PutUint64(rec.TraceID[:], spans)
+					binary.LittleEndian.PutUint64(rec.SpanID[:], spans)
+					bt.StageChecked(&rec)
+				}
 				if k++; k == len(br.keys) {
 					k = 0
 				}
@@ -98,7 +110,17 @@ func BenchmarkIngest(b *testing.B) {
 		{"sliding60", time.Minute, time.Second},
 	} {
 		for _, n := range []int{1, 1000, 100_000} {
-			b.Run(fmt.Sprintf("%s/series=%d", w.name, n), func(b *testing.B) { benchEngine(b, w.size, w.slide, n) })
+			b.Run(fmt.Sprintf("%s/series=%d", w.name, n), func(b *testing.B) { benchEngine(b, w.size, w.slide, n, 0) })
+		}
+	}
+}
+
+// BenchmarkIngestExemplars is BenchmarkIngest's tumbling case with 5 exemplars a point, against
+// none in the same run.
+func BenchmarkIngestExemplars(b *testing.B) {
+	for _, n := range []int{1000, 100_000} {
+		for _, k := range []int{0, 5} {
+			b.Run(fmt.Sprintf("series=%d/exemplars=%d", n, k), func(b *testing.B) { benchEngine(b, time.Minute, time.Minute, n, k) })
 		}
 	}
 }

@@ -50,6 +50,9 @@ func (t *totals) merge(o *totals) {
 // value, contiguous, so that merging a window's panes reads memory in order.
 type pane struct {
 	start int64
+	// ex holds the exemplars of the pane's records and of delta's, with Aggregation.Exemplars (nil
+	// without); beside start, which finding the pane reads, so that offering one reads a line less.
+	ex    *paneExemplars
 	total totals
 	hist  *sketch.Histogram // its values; nil unless the aggregation keeps a sketch
 	// delta holds the records added since the shard's last flush point that were late for a window
@@ -60,9 +63,6 @@ type pane struct {
 	// counts are the pane's on-time values in the aggregation's explicit buckets (nil without), for
 	// its slide's point; deltaCounts those of delta, made when a late firing first needs them.
 	counts, deltaCounts []uint64
-	// ex holds the exemplars of the pane's records and of delta's, with Aggregation.Exemplars (nil
-	// without).
-	ex *paneExemplars
 }
 
 // paneExemplars are one pane's exemplars: of all its records, for its slide's point and the max of
