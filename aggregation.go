@@ -291,7 +291,16 @@ func (c *aggregation) reads(f int) bool {
 func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
 	hist := c.hasOutput(outputHistogram)
 	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: hist && c.bounds == nil, Bounds: c.bounds,
-		Exemplars: c.exemplars}
+		Exemplars: c.keptExemplars()}
+}
+
+// keptExemplars is the exemplars the engine keeps per pane and point: max_per_data_point for the
+// histogram's points, one for the max gauge alone, none without exemplars.
+func (c *aggregation) keptExemplars() int {
+	if c.exemplars > 0 && !c.hasOutput(outputHistogram) {
+		return 1
+	}
+	return c.exemplars
 }
 
 // matches applies the where clause.

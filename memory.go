@@ -9,20 +9,24 @@ import "go.uber.org/zap"
 //
 // with S the sketch of a pane (none without percentiles or an exponential histogram, twice with an
 // exponential histogram whose late firings revise, for its late deltas), B the explicit buckets' counts
-// of a pane (8 bytes a bucket; twice when late firings revise), X a pane's exemplars (with k =
-// max_per_data_point: exemplarsBytes + exemplarBytes × (k - 1), the second term twice when late
-// firings revise), and A what a series adds up beyond its panes with cumulative output or folded
-// late records: accrualBytes, a sketch with an exponential histogram, B, and with exemplars
-// exemplarsBytes/2 + exemplarBytes × (k - 1). The estimate logged at start takes assumedKeyBytes per
-// group_by key and assumedSketch bytes per sketch; the README says how to read it.
+// of a pane (8 bytes a bucket; twice when late firings revise), X a pane's exemplars (with k the
+// exemplars kept, max_per_data_point or 1 for the max gauge alone: paneExemplarsBytes +
+// exemplarBytes × (k - 1), the second term twice when late firings revise), and A what a series adds
+// up beyond its panes with cumulative output or folded late records: accrualBytes, a sketch with an
+// exponential histogram, B, and with exemplars reservoirBytes + exemplarBytes × (k - 1). The
+// estimate logged at start takes assumedKeyBytes per group_by key and assumedSketch bytes per sketch;
+// the README says how to read it.
 const (
 	seriesBytes     = 550
 	paneBytes       = 160
 	accrualBytes    = 200
 	assumedKeyBytes = 64
 	assumedSketch   = 1024
-	exemplarsBytes  = 200 // a pane's two reservoirs
-	exemplarBytes   = 50  // one exemplar kept, in its size class
+	// Exemplars: a pane's two reservoirs, one reservoir, and one exemplar kept (48 bytes, and at most
+	// an eighth more for the size class of a reservoir's sample).
+	paneExemplarsBytes = 210
+	reservoirBytes     = 112
+	exemplarBytes      = 55
 )
 
 // A result data point kept for delivery, as pdata (bench/README.md, "Memory and checkpoints"): a
@@ -83,12 +87,12 @@ func memoryEstimate(cfg *Config, a *aggregation) int64 {
 		paneCounts *= 2
 	}
 	var paneExemplars int64
-	if k := int64(a.exemplars); k > 0 {
-		paneExemplars = exemplarsBytes + exemplarBytes*(k-1)
+	if k := int64(a.keptExemplars()); k > 0 {
+		paneExemplars = paneExemplarsBytes + exemplarBytes*(k-1)
 		if revise {
 			paneExemplars += exemplarBytes * (k - 1)
 		} else {
-			accrual += exemplarsBytes/2 + exemplarBytes*(k-1)
+			accrual += reservoirBytes + exemplarBytes*(k-1)
 		}
 	}
 	key := int64(assumedKeyBytes * len(a.groupBy))

@@ -53,20 +53,20 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 		}
 	}
 
-	// With 5 exemplars a point, h's panes hold two reservoirs (200 bytes) and 4 exemplars of 50
-	// bytes, its accrual one reservoir (100) and 4 more: 10001 × (2254 + 7 × 400 + 300) = 10001 × 5354.
+	// With 5 exemplars a point, h's panes hold two reservoirs (210 bytes) and 4 exemplars of 55
+	// bytes, its accrual one reservoir (112) and 4 more: 10001 × (2254 + 7 × 430 + 332) = 10001 × 5596.
 	cfg.Aggregations[0].Exemplars = ExemplarsConfig{Enabled: true}
 	fields = loggedEstimate(t, cfg)
-	if want := int64(10001 * 5354); fields["bytes.h"] != want {
+	if want := int64(10001 * 5596); fields["bytes.h"] != want {
 		t.Errorf("exemplars, cumulative: bytes.h = %v, want %d", fields["bytes.h"], want)
 	}
 	// Delta points with late firings that revise: no accrual, and a pane's late delta has 4
-	// exemplars of its own: 10001 × (550 + 64 + 7 × (160 + 2 × 40 + 200 + 2 × 200)) = 10001 × 6494.
+	// exemplars of its own: 10001 × (550 + 64 + 7 × (160 + 2 × 40 + 210 + 2 × 220)) = 10001 × 6844.
 	// h's point carries 5 exemplars of 150 bytes: 345 + 19 × 5 + 750 = 1190 bytes.
 	cfg.Temporality, cfg.LateFirings = temporalityDelta, lateRevise
 	cfg.Aggregations = cfg.Aggregations[:1]
 	fields = loggedEstimate(t, cfg)
-	want = map[string]int64{"bytes.h": 10001 * 6494, "bytes.pending_points": 100000 * 1190}
+	want = map[string]int64{"bytes.h": 10001 * 6844, "bytes.pending_points": 100000 * 1190}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("exemplars, revise: %s = %v, want %d", k, fields[k], v)

@@ -78,6 +78,12 @@ func (r *Reservoir) AppendTo(dst []Exemplar) []Exemplar {
 	return append(dst, r.sample...)
 }
 
+// same reports whether e is the span that x is: one priority (which the span's ids give) and one pair of
+// ids.
+func (x *Exemplar) same(e *Exemplar) bool {
+	return x.Priority == e.Priority && x.SpanID == e.SpanID && x.TraceID == e.TraceID
+}
+
 // Size is the most exemplars the reservoir holds.
 func (r *Reservoir) Size() int { return max(r.size, 1) }
 
@@ -109,6 +115,9 @@ func (r *Reservoir) Offer(e Exemplar) {
 		r.max, r.hasMax = e, true
 		return
 	}
+	if r.max.same(&e) {
+		return // a span offered again (an upstream retry): kept once
+	}
 	if e.Value > r.max.Value {
 		e, r.max = r.max, e // the former greatest is one of the others now
 	}
@@ -120,6 +129,11 @@ func (r *Reservoir) offerOther(e Exemplar) {
 	limit := max(r.size, 1) - 1
 	if limit == 0 {
 		return
+	}
+	for i := range r.sample {
+		if r.sample[i].same(&e) {
+			return
+		}
 	}
 	if len(r.sample) < limit {
 		if r.sample == nil {
@@ -162,6 +176,9 @@ func (r *Reservoir) Merge(o *Reservoir) {
 // Init empties the reservoir and makes its size size, keeping its memory.
 func (r *Reservoir) Init(size int) {
 	r.size = max(size, 1)
+	if cap(r.sample) > 2*r.size { // one of a larger reservoir, reused: let the memory go
+		r.sample = nil
+	}
 	r.Reset()
 }
 
@@ -179,13 +196,13 @@ const exemplarBytes = 16 + 8 + 8 + 8 + 8
 // first. The size is not encoded: the configuration gives it.
 func (r *Reservoir) AppendBinary(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(r.Len()))
-	r.Each(func(e Exemplar) {
-		dst = append(dst, e.TraceID[:]...)
-		dst = append(dst, e.SpanID[:]...)
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Value))
-		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Time))
-		dst = binary.LittleEndian.AppendUint64(dst, e.Priority)
-	})
+	if !r.hasMax {
+		return dst
+	}
+	dst = appendExemplar(dst, &r.max)
+	for i := range r.sample {
+		dst = appendExemplar(dst, &r.sample[i])
+	}
 	return dst
 }
 
@@ -193,8 +210,8 @@ func (r *Reservoir) AppendBinary(dst []byte) []byte {
 var ErrCorrupt = errors.New("exemplars are truncated or corrupt")
 
 // Decode replaces the reservoir's exemplars with those AppendBinary wrote at the start of b, and
-// returns the rest of b. More exemplars than the reservoir's size, or a greatest that is not the
-// greatest, are refused.
+// returns the rest of b. More exemplars than the reservoir's size, a value that is not finite, or a
+// greatest that is not the greatest, are refused.
 func (r *Reservoir) Decode(b []byte) ([]byte, error) {
 	n, w := binary.Uvarint(b)
 	if w <= 0 || n > uint64(max(r.size, 1)) || n*exemplarBytes > uint64(len(b)-w) {
@@ -210,18 +227,48 @@ func (r *Reservoir) Decode(b []byte) ([]byte, error) {
 		e.Time = int64(binary.LittleEndian.Uint64(b[32:]))
 		e.Priority = binary.LittleEndian.Uint64(b[40:])
 		b = b[exemplarBytes:]
+		if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) || (i > 0 && e.Value > r.max.Value) {
+			r.Reset()
+			return nil, ErrCorrupt
+		}
 		if i == 0 {
 			r.max, r.hasMax = e, true
 			continue
 		}
-		if e.Value > r.max.Value {
-			r.Reset()
-			return nil, ErrCorrupt
-		}
 		r.sample = append(r.sample, e)
 	}
-	if len(r.sample) == max(r.size, 1)-1 {
+	if limit := max(r.size, 1) - 1; limit > 0 && len(r.sample) == limit {
 		r.findWorst()
 	}
 	return b, nil
+}
+
+// AppendList appends exemplars as AppendBinary does a reservoir holding exactly them.
+func AppendList(dst []byte, exs []Exemplar) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(exs)))
+	greatest := 0
+	for i := range exs {
+		if exs[i].Value > exs[greatest].Value {
+			greatest = i
+		}
+	}
+	for i := range exs {
+		if i == greatest {
+			dst = appendExemplar(dst, &exs[i])
+		}
+	}
+	for i := range exs {
+		if i != greatest {
+			dst = appendExemplar(dst, &exs[i])
+		}
+	}
+	return dst
+}
+
+func appendExemplar(dst []byte, e *Exemplar) []byte {
+	dst = append(dst, e.TraceID[:]...)
+	dst = append(dst, e.SpanID[:]...)
+	dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Value))
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Time))
+	return binary.LittleEndian.AppendUint64(dst, e.Priority)
 }

@@ -1,6 +1,7 @@
 package exemplar
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -209,6 +210,57 @@ func TestEncodingRoundTripsAndRefusesDamage(t *testing.T) {
 	empty := New(2).AppendBinary(nil)
 	if rest, err := got.Decode(empty); err != nil || len(rest) != 0 || got.Len() != 0 {
 		t.Errorf("an empty reservoir decodes as %d exemplars, %v", got.Len(), err)
+	}
+	nan := slices.Clone(b)
+	binary.LittleEndian.PutUint64(nan[1+exemplarBytes+24:], math.Float64bits(math.NaN()))
+	if _, err := New(4).Decode(nan); err == nil {
+		t.Error("an exemplar whose value is NaN decoded")
+	}
+	// A reservoir of one (the greatest alone) and the zero Reservoir round-trip too, and go on taking
+	// a greater span.
+	for _, one := range []*Reservoir{New(1), {}} {
+		one.Offer(Exemplar{Value: 5, Priority: 1})
+		back := New(1)
+		if _, err := back.Decode(one.AppendBinary(nil)); err != nil || back.Len() != 1 {
+			t.Fatalf("a reservoir of one decodes as %d exemplars, %v", back.Len(), err)
+		}
+		back.Offer(Exemplar{Value: 7, Priority: 2})
+		back.Offer(Exemplar{Value: 6, Priority: 0})
+		if m, _ := back.Max(); back.Len() != 1 || m.Value != 7 {
+			t.Errorf("a restored reservoir of one holds %d, greatest %v; want 1, 7", back.Len(), m.Value)
+		}
+	}
+	// AppendList writes a point's exemplars, in any order, as AppendBinary does their reservoir.
+	list := New(4)
+	if _, err := list.Decode(AppendList(nil, slices.Concat(have[1:], have[:1]))); err != nil {
+		t.Fatal(err)
+	}
+	orig := New(4)
+	if _, err := orig.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	m1, s1 = held(list)
+	if m2, s2 := held(orig); m1 != m2 || !slices.Equal(s1, s2) {
+		t.Errorf("AppendList of the exemplars decodes as %d and %v, want %d and %v", m1, s1, m2, s2)
+	}
+}
+
+// A span offered twice (an upstream retry sends a batch again) is held once, as the greatest or in
+// the sample.
+func TestTheSameSpanIsHeldOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	spans := spanStream(rng, 6)
+	for i := range spans {
+		spans[i].TraceID[0], spans[i].Priority = byte(i+1), rng.Uint64()
+	}
+	r := New(10)
+	for range 2 {
+		for _, e := range spans {
+			r.Offer(e)
+		}
+	}
+	if r.Len() != len(spans) {
+		t.Errorf("%d spans offered twice each: %d held, want %d", len(spans), r.Len(), len(spans))
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+
+	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 )
 
 // encoder and decoder are the snapshot's primitive encodings: varints, float bits and byte strings.
@@ -31,6 +33,8 @@ var errCorrupt = errors.New("snapshot is truncated or corrupt")
 type decoder struct {
 	b   []byte
 	err error
+	// exemplars is the scratch reservoir that decodeExemplars reads each reservoir into.
+	exemplars *exemplar.Reservoir
 }
 
 func (d *decoder) fail() {

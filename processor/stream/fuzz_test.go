@@ -21,8 +21,9 @@ import (
 //   - Watermark() is the model's W after every operation, and never moves back; SetSource reports the
 //     shared source where the model does;
 //   - every firing is well formed (its window's geometry, Count > 0, consistent value counts, quantiles
-//     within [Min, Max], Hist present as configured and counting ValueCount values), and a window has at
-//     most one first firing;
+//     within [Min, Max], Hist present as configured and counting ValueCount values, a max exemplar
+//     only with exemplars and values, at most Max, and at most the configured exemplars on a point,
+//     each a finite value within the point's), and a window has at most one first firing;
 //   - accounting: after FireAll, the Counts of all firings of each window, summed over its series
 //     (overflow included), equal the records added to it; no series is left held;
 //   - a truncated snapshot never restores, and a damaged one never makes Restore panic.
@@ -60,10 +61,10 @@ func fuzzSetups() []fuzzSetup {
 			Aggregations: []Aggregation{{MaxSeries: 2, Histogram: true}, {MaxSeries: 100, Quantiles: []float64{0.9, 0, 1}}}},
 			int64(2500 * time.Millisecond), realNow, 0, 0},
 		{Config{Size: 4 * s, Slide: s, AllowedLateness: 3 * s, MaxOutOfOrderness: s, IdleTimeout: 5 * s, MaxFutureSkew: 20 * s, shards: 1,
-			Aggregations: []Aggregation{{MaxSeries: 3, Quantiles: q, Histogram: true}}},
+			Aggregations: []Aggregation{{MaxSeries: 3, Quantiles: q, Histogram: true, Exemplars: 2}}},
 			int64(500 * time.Millisecond), realNow, 0, 0},
 		{Config{Size: 40, Slide: 10, AllowedLateness: 20, MaxOutOfOrderness: 5, IdleTimeout: 30, MaxFutureSkew: 100, shards: 4,
-			Aggregations: []Aggregation{{MaxSeries: 2}, {MaxSeries: 100, Quantiles: q, Histogram: true}}},
+			Aggregations: []Aggregation{{MaxSeries: 2, Exemplars: 1}, {MaxSeries: 100, Quantiles: q, Histogram: true, Exemplars: 3}}},
 			5, realNow, 0, 0},
 		{Config{Size: 10 * s, Slide: 2500 * time.Millisecond, AllowedLateness: 5 * s, IdleTimeout: 4 * s, MaxFutureSkew: 5 * s,
 			Aggregations: []Aggregation{{MaxSeries: 4, Quantiles: q, Histogram: true}}},
@@ -166,7 +167,27 @@ func runFuzzOps(data []byte) (msg string) {
 	firsts := map[windowID]bool{}
 	var verdicts [numVerdicts]uint64 // since the engine was made or restored
 	var problems []string
-	onResult := windowsOnly(func(res *Result) {
+	var onWindow func(*Result) // the checks of a window's firing, below
+	var spans uint64           // records staged as spans
+	onResult := func(res *Result) {
+		a := cfg.Aggregations[res.Agg]
+		if len(res.Point.Exemplars) > a.Exemplars || uint64(len(res.Point.Exemplars)) > res.Point.ValueCount {
+			problems = append(problems, fmt.Sprintf("a point at %s with %d values has %d exemplars, %d configured",
+				tf.t(res.End), res.Point.ValueCount, len(res.Point.Exemplars), a.Exemplars))
+		}
+		for _, ex := range res.Point.Exemplars {
+			if !finite(ex.Value) || ex.Time >= res.End {
+				problems = append(problems, fmt.Sprintf("a point at %s has exemplar %+v", tf.t(res.End), ex))
+			}
+		}
+		if res.HasMaxExemplar && (a.Exemplars == 0 || !res.HasWindow || res.WindowValueCount == 0 || !(res.MaxExemplar.Value <= res.Max) ||
+			res.MaxExemplar.Time < res.Start || res.MaxExemplar.Time >= res.End) {
+			problems = append(problems, fmt.Sprintf("window [%s, %s) with max %g has max exemplar %+v",
+				tf.t(res.Start), tf.t(res.End), res.Max, res.MaxExemplar))
+		}
+		onWindow(res)
+	}
+	onWindow = windowsOnly(func(res *Result) {
 		f := firingFromResult(res)
 		a := cfg.Aggregations[f.Agg]
 		bad := func(what string) { problems = append(problems, what+": "+tf.firing(&f)) }
@@ -282,8 +303,9 @@ func runFuzzOps(data []byte) (msg string) {
 				}
 				v := fuzzValue(vb)
 				p := pending{agg: agg, key: key, t: t, v: v}
-				if staged {
-					p.got = b.stage(agg, []byte(key), t, v, int32(len(recs)))
+				if staged { // a span (see spanOf), which aggregations with exemplars take as one
+					spans++
+					p.got = stageSpan(b, agg, []byte(key), t, v, int32(len(recs)), spans)
 				} else {
 					p.got = addOne(b, agg, []byte(key), t, v)
 				}
@@ -362,4 +384,15 @@ func runFuzzOps(data []byte) (msg string) {
 	bad := conservationProblems(e, m, carried, tf, size)
 	slices.Sort(bad)
 	return strings.Join(bad[:min(len(bad), 10)], "\n")
+}
+
+// stageSpan is Batch.stage for a record that is span n (see spanOf).
+func stageSpan(b *Batch, agg int, key []byte, t int64, v float64, tag int32, n uint64) Verdict {
+	if vd := b.Check(t); vd != OnTime {
+		b.verdicts[vd]++
+		return vd
+	}
+	trace, span := spanOf(n)
+	b.StageChecked(&Record{Agg: agg, Key: key, Time: t, Value: v, Tag: tag, TraceID: trace, SpanID: span})
+	return OnTime
 }

@@ -208,3 +208,47 @@ func TestSeriesFindAndHeadOnItsFirstTwoCacheLines(t *testing.T) {
 		}
 	}
 }
+
+// A pane's exemplars stay within the README's X, 210 + 55 × (k - 1) bytes, for k kept: measured as the
+// heap that 5000 series, each with one pane of 40 spans, hold with k exemplars beyond what they hold
+// without.
+func TestPaneExemplarsWithinTheMemoryFormula(t *testing.T) {
+	const nSeries = 5000
+	heap := func(k int) float64 {
+		clk := clock.NewFake(time.Unix(1000, 0))
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		e, err := New(Config{Size: time.Minute, MaxFutureSkew: time.Hour, Clock: clk,
+			Aggregations: []Aggregation{{MaxSeries: nSeries, Exemplars: k}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := uint64(0)
+		b := e.Begin(clk.Now())
+		for i := range nSeries {
+			key := []byte("service-" + strconv.Itoa(i))
+			for j := range 40 {
+				n++
+				trace, span := spanOf(n)
+				b.StageChecked(&Record{Key: key, Time: int64(500*time.Second) + int64(j), Value: float64(j), TraceID: trace, SpanID: span})
+			}
+		}
+		b.Apply(func(int32, Verdict, int64) {})
+		b.End()
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(e)
+		return (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / nSeries
+	}
+	none := heap(0)
+	for _, k := range []int{1, 5, 20} {
+		got, limit := heap(k)-none, float64(210+55*(k-1))
+		t.Logf("k=%d: %.0f bytes a pane, formula %.0f", k, got, limit)
+		if got > limit {
+			t.Errorf("k=%d: a pane's exemplars take %.0f bytes, the formula %.0f", k, got, limit)
+		}
+	}
+}

@@ -62,15 +62,18 @@ type pointContent struct {
 	count, valueCount uint64
 	sum, sumAbs       float64
 	buckets           []uint64
-	recs              []uint64 // the records with a value, by number (see spanOf)
+	recs              []uint64 // the records with a value and a span, by number (see spanOf)
 }
 
+// add counts a record of value v, record number rec (0: no span).
 func (c *pointContent) add(v float64, rec uint64) {
 	c.count++
 	if !finite(v) {
 		return
 	}
-	c.recs = append(c.recs, rec)
+	if rec != 0 {
+		c.recs = append(c.recs, rec)
+	}
 	c.valueCount++
 	c.sum += v
 	c.sumAbs += math.Abs(v)
@@ -152,7 +155,9 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 	want := map[seriesID]map[int64]*pointContent{} // by series and point timestamp
 	dataEnd := map[seriesID]map[int64]int64{}      // by series and point timestamp: the greatest slide end of its records
 	accepted := map[seriesID]uint64{}
-	var recs []refRec // by number - 1
+	var recs []refRec                   // by number - 1
+	var spanned uint64                  // the number of the record being staged; 0: it has no span
+	unspanned := map[seriesID][]int64{} // the times of the records with a value and no span
 	var problems []string
 	bad := func(id seriesID, format string, args ...any) {
 		problems = append(problems, fmt.Sprintf("agg%d %q: ", id.agg, id.key)+fmt.Sprintf(format, args...))
@@ -164,7 +169,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 		if want[id][end] == nil {
 			want[id][end] = &pointContent{}
 		}
-		want[id][end].add(v, uint64(len(recs)))
+		want[id][end].add(v, spanned)
 		dataEnd[id][end] = max(dataEnd[id][end], dend)
 		accepted[id]++
 	}
@@ -194,13 +199,18 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 			}
 			return
 		}
+		// A window with a record without a span may have its max there, or all its values there.
+		mixed := slices.ContainsFunc(unspanned[id], func(t int64) bool { return t >= r.Start && t < r.End })
+		if mixed && !r.HasMaxExemplar {
+			return
+		}
 		n := recordOfSpan(r.MaxExemplar.TraceID)
 		if !r.HasMaxExemplar || n == 0 || n > uint64(len(recs)) {
 			bad(id, "window [%s, %s): max exemplar %v is no record", tf.t(r.Start), tf.t(r.End), r.MaxExemplar)
 			return
 		}
 		rec := recs[n-1]
-		if rec.agg != r.Agg || rec.key != r.Key || rec.t < r.Start || rec.t >= r.End || rec.v != r.Max ||
+		if rec.agg != r.Agg || rec.key != r.Key || rec.t < r.Start || rec.t >= r.End || rec.v > r.Max || (!mixed && rec.v != r.Max) ||
 			r.MaxExemplar.Value != rec.v || r.MaxExemplar.Time != rec.t {
 			bad(id, "window [%s, %s) with max %g: max exemplar %+v is of record %+v", tf.t(r.Start), tf.t(r.End), r.Max, r.MaxExemplar, rec)
 		}
@@ -217,9 +227,19 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 		for j, r := range op.recs {
 			vd := mb.add(r.agg, r.key, r.t, r.v)
 			recs = append(recs, r)
+			spanned = uint64(len(recs))
+			if spanned%5 == 0 {
+				spanned = 0 // a record without a span: counted, no exemplar
+				if finite(r.v) {
+					unspanned[seriesID{r.agg, r.key}] = append(unspanned[seriesID{r.agg, r.key}], r.t)
+				}
+			}
 			if b.Check(r.t) == OnTime {
-				trace, span := spanOf(uint64(len(recs)))
-				b.StageChecked(&Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Value: r.v, Tag: int32(j), TraceID: trace, SpanID: span})
+				rec := Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Value: r.v, Tag: int32(j)}
+				if spanned != 0 {
+					rec.TraceID, rec.SpanID = spanOf(spanned)
+				}
+				b.StageChecked(&rec)
 			}
 			id := seriesID{r.agg, r.key}
 			se := slideEnd(r.t)

@@ -204,18 +204,10 @@ func encodeResult(enc *encoder, r *Result) {
 	enc.float(pt.Sum)
 	encodeSketch(enc, pt.Hist)
 	encodeCounts(enc, pt.BucketCounts)
-	// A result's exemplars, as a reservoir: the greatest first.
-	var res exemplar.Reservoir
-	res.Init(len(pt.Exemplars))
-	for _, ex := range pt.Exemplars {
-		res.Offer(ex)
-	}
-	enc.b = res.AppendBinary(enc.b)
+	enc.b = exemplar.AppendList(enc.b, pt.Exemplars)
 	enc.bool(r.HasMaxExemplar)
 	if r.HasMaxExemplar {
-		res.Init(1)
-		res.Offer(r.MaxExemplar)
-		enc.b = res.AppendBinary(enc.b)
+		enc.b = exemplar.AppendList(enc.b, []exemplar.Exemplar{r.MaxExemplar})
 	}
 }
 
@@ -573,13 +565,16 @@ func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 }
 
 // decodeExemplars reads exemplars that AppendBinary wrote into dst, which keeps what a reservoir of its
-// size would have kept of them; nil, or an engine that keeps no exemplars (size 0), drops them.
+// size would have kept of them; nil, or an engine that keeps no exemplars (size 0), drops them. They
+// are read into d's scratch reservoir first, which holds any number up to MaxExemplars.
 func decodeExemplars(d *decoder, dst *exemplar.Reservoir, size int) {
 	if d.err != nil {
 		return
 	}
-	all := exemplar.New(MaxExemplars)
-	rest, err := all.Decode(d.b)
+	if d.exemplars == nil {
+		d.exemplars = exemplar.New(MaxExemplars)
+	}
+	rest, err := d.exemplars.Decode(d.b)
 	if err != nil {
 		d.fail()
 		return
@@ -588,5 +583,5 @@ func decodeExemplars(d *decoder, dst *exemplar.Reservoir, size int) {
 	if dst == nil || size == 0 {
 		return
 	}
-	dst.Merge(all)
+	dst.Merge(d.exemplars)
 }
