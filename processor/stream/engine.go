@@ -350,12 +350,18 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	sh.mu.Lock()
 	w := sh.observe(b.w)
 	b.prefetch(sh, idx)
+	exemplars := len(b.exemplars) > 0
 	for _, i := range idx {
 		r := &b.staged[i]
-		vd, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.exemplarAt(i))
+		vd, se, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
 		if !ok {
 			b.fresh = append(b.fresh, i)
 			continue
+		}
+		if exemplars && se != nil {
+			if ex := b.exemplarAt(i); ex != nil {
+				sh.addExemplar(se, r.p, r.v, vd, ex)
+			}
 		}
 		b.done(r, vd, w, late)
 	}

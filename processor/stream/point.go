@@ -73,19 +73,12 @@ func (s *series) accrualOf() *accrual {
 	return s.ac
 }
 
-// foldLate adds a late record's value, and its exemplar ex (nil: none), to what the series' next
-// point carries.
-func (s *series) foldLate(v float64, hasValue bool, a *Aggregation, ex *exemplar.Exemplar) {
+// foldLate adds a late record's value to what the series' next point carries.
+func (s *series) foldLate(v float64, hasValue bool, a *Aggregation) {
 	ac := s.accrualOf()
 	ac.fold.add(v, hasValue)
 	if !hasValue {
 		return
-	}
-	if ex != nil {
-		if ac.foldEx == nil {
-			ac.foldEx = exemplar.New(a.Exemplars)
-		}
-		ac.foldEx.Offer(*ex)
 	}
 	if a.Histogram {
 		if ac.foldHist == nil {
@@ -99,6 +92,16 @@ func (s *series) foldLate(v float64, hasValue bool, a *Aggregation, ex *exemplar
 		}
 		ac.foldCounts[bucketOf(a.Bounds, v)]++
 	}
+}
+
+// foldExemplar adds a late record's exemplar to what the series' next point carries, in a reservoir
+// of k.
+func (s *series) foldExemplar(ex *exemplar.Exemplar, k int) {
+	ac := s.accrualOf()
+	if ac.foldEx == nil {
+		ac.foldEx = exemplar.New(k)
+	}
+	ac.foldEx.Offer(*ex)
 }
 
 // lastDataEnd returns the end of the newest slide that held a record of the series.

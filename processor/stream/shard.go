@@ -53,28 +53,34 @@ func (s *shard) observe(w int64) int64 {
 	return s.applied
 }
 
-// addExisting puts a record of aggregation agg in pane p, with its exemplar ex (nil: none), into the
-// series key (hash h), judged against the shard's watermark w, and says what became of it. ok is
-// false, and nothing was done, when the series does not exist: Apply creates series after the rest,
-// in the order of their records, so that the first to come get the max_series slots.
-func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v float64, ex *exemplar.Exemplar) (vd Verdict, ok bool) {
+// addExisting puts the value of a record of aggregation agg in pane p into the series key (hash h),
+// judged against the shard's watermark w, and says what became of it and the series (nil for an
+// expired record). ok is false, and nothing was done, when the series does not exist: Apply creates
+// series after the rest, in the order of their records, so that the first to come get the max_series
+// slots. The caller offers the record's exemplar, if it has one, to the series (addExemplar): the
+// hot path of an engine without exemplars does nothing more than it did without them.
+func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v float64) (vd Verdict, se *series, ok bool) {
 	vd = s.g.classify(p, w)
 	if vd == Expired {
-		return vd, true
+		return vd, nil, true
 	}
-	se := s.table.find(h, agg, key)
+	se = s.table.find(h, agg, key)
 	if se == nil {
-		return vd, false
+		return vd, nil, false
 	}
-	s.add(se, p, v, vd, ex)
-	return vd, true
+	s.addValue(se, p, v, vd)
+	return vd, se, true
 }
 
-// addOrCreate is addExisting that creates a missing series. full reports that the aggregation already
-// holds max_series: the record is for the overflow series, and nothing was done.
+// addOrCreate is addExisting that creates a missing series, with the record's exemplar ex (nil:
+// none). full reports that the aggregation already holds max_series: the record is for the overflow
+// series, and nothing was done.
 func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v float64, ex *exemplar.Exemplar) (vd Verdict, full bool) {
-	vd, ok := s.addExisting(w, agg, h, key, p, v, ex)
+	vd, se, ok := s.addExisting(w, agg, h, key, p, v)
 	if ok {
+		if se != nil && ex != nil {
+			s.addExemplar(se, p, v, vd, ex)
+		}
 		return vd, false
 	}
 	// Full: a load, which every core can share, before the add, which each core would have to take
@@ -87,7 +93,7 @@ func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v f
 		s.active[agg].Add(-1)
 		return vd, true
 	}
-	se := &series{hash: h, agg: int32(agg), pos: int32(len(s.list))}
+	se = &series{hash: h, agg: int32(agg), pos: int32(len(s.list))}
 	se.setKey(key)
 	s.table.insert(se)
 	s.list = append(s.list, se)
@@ -137,29 +143,31 @@ func (s *shard) release(se *series) {
 }
 
 // add puts a record of pane start, judged as verdict, with its exemplar ex (nil: none), into series
-// se. A NaN or infinite v is counted but left out of the value aggregates, and gives no exemplar.
+// se: the value (addValue), then the exemplar where the value went (addExemplar).
+func (s *shard) add(se *series, start int64, v float64, verdict Verdict, ex *exemplar.Exemplar) {
+	s.addValue(se, start, v, verdict)
+	if ex != nil {
+		s.addExemplar(se, start, v, verdict, ex)
+	}
+}
+
+// addValue puts a record of pane start, judged as verdict, into series se. A NaN or infinite v is
+// counted but left out of the value aggregates.
 //
 // An on-time record goes to the series' head (see series.head), which its pane becomes if it is not
 // already. A late one, rare, goes to its pane at once, for the windows that have not fired yet, and
-// either to what the series' next point folds in or to the delta that its late firing reports. An
-// exemplar goes wherever its record's value goes.
-func (s *shard) add(se *series, start int64, v float64, verdict Verdict, ex *exemplar.Exemplar) {
+// either to what the series' next point folds in or to the delta that its late firing reports.
+func (s *shard) addValue(se *series, start int64, v float64, verdict Verdict) {
 	hasValue := !math.IsNaN(v) && !math.IsInf(v, 0)
-	if !hasValue {
-		ex = nil
-	}
 	if verdict != LateUpdate {
 		if se.head.count == 0 || se.headStart != start {
 			se.takeHead(start, s)
 		}
 		se.addToHead(v, hasValue, s)
-		if ex != nil {
-			se.pane(start, s).ex.all.Offer(*ex)
-		}
 		if start+s.g.slide <= s.applied {
 			// On time for a window still to fire, after the point of its own slide: the series'
 			// next point takes it.
-			se.foldLate(v, hasValue, &s.aggs[se.agg], ex)
+			se.foldLate(v, hasValue, &s.aggs[se.agg])
 		}
 		return
 	}
@@ -178,18 +186,12 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict, ex *exe
 			p.counts[bucketOf(a.Bounds, v)]++
 		}
 	}
-	if ex != nil {
-		p.ex.all.Offer(*ex)
-	}
 	if s.g.fold {
 		p.total.add(v, hasValue)
-		se.foldLate(v, hasValue, a, ex)
+		se.foldLate(v, hasValue, a)
 		return
 	}
 	p.addLate(v, hasValue)
-	if ex != nil {
-		p.ex.delta.Offer(*ex)
-	}
 	if hasValue && a.Bounds != nil {
 		if p.deltaCounts == nil {
 			p.deltaCounts = s.pool.getCounts(a.buckets())
@@ -198,9 +200,35 @@ func (s *shard) add(se *series, start int64, v float64, verdict Verdict, ex *exe
 	}
 	if s.g.expired(start+s.g.slide, s.applied) {
 		// The window of the record's own slide can no longer fire late: its point is the next one.
-		se.foldLate(v, hasValue, a, ex)
+		se.foldLate(v, hasValue, a)
 	}
 	s.dirty = true
+}
+
+// addExemplar offers the exemplar ex of a record of value v, pane start, judged as verdict, to each
+// reservoir of the places addValue puts the value in: the pane's (its slide's point and the max of
+// its windows), the pane's late delta (a late firing's point), the series' fold (its next point). A
+// record without a finite value gives none. It runs after addValue, which has made the pane and
+// leaves what decides where a value goes (the verdict, the shard's watermark) as it was.
+func (s *shard) addExemplar(se *series, start int64, v float64, verdict Verdict, ex *exemplar.Exemplar) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return
+	}
+	p := se.pane(start, s)
+	p.ex.all.Offer(*ex)
+	switch {
+	case verdict != LateUpdate:
+		if start+s.g.slide <= s.applied {
+			se.foldExemplar(ex, s.aggs[se.agg].Exemplars)
+		}
+	case s.g.fold:
+		se.foldExemplar(ex, s.aggs[se.agg].Exemplars)
+	default:
+		p.ex.delta.Offer(*ex)
+		if s.g.expired(start+s.g.slide, s.applied) {
+			se.foldExemplar(ex, s.aggs[se.agg].Exemplars)
+		}
+	}
 }
 
 // flush is a flush point at watermark w: late firings of fired windows with late records, first
