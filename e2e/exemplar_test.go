@@ -5,13 +5,10 @@ package e2e
 // (OpenMetrics) and by remote write, read back with the exemplar query API.
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -57,19 +54,8 @@ type promExemplar struct {
 
 // queryExemplars runs q through /api/v1/query_exemplars over [start, end] (Unix seconds).
 func (p *promServer) queryExemplars(q string, start, end float64) ([]promExemplar, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	args := url.Values{"query": {q}, "start": {strconv.FormatFloat(start, 'f', 3, 64)}, "end": {strconv.FormatFloat(end, 'f', 3, 64)}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/api/v1/query_exemplars?"+args.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	status, body, err := p.get("/api/v1/query_exemplars", args)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +72,7 @@ func (p *promServer) queryExemplars(q string, start, end float64) ([]promExempla
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &answer); err != nil || answer.Status != "success" {
-		return nil, fmt.Errorf("query_exemplars %s: HTTP %d, %v %s: %s", q, resp.StatusCode, err, answer.Error, body)
+		return nil, fmt.Errorf("query_exemplars %s: HTTP %d, %v %s: %s", q, status, err, answer.Error, body)
 	}
 	var out []promExemplar
 	for _, series := range answer.Data {

@@ -168,19 +168,7 @@ func formatResults(results []promResult) string {
 // query runs an instant PromQL query at the current time through /api/v1/query and returns its vector
 // (an error for another result type, or when Prometheus answers with an error).
 func (p *promServer) query(q string) ([]promResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		"http://"+p.addr+"/api/v1/query?"+url.Values{"query": {q}}.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	status, body, err := p.get("/api/v1/query", url.Values{"query": {q}})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +185,7 @@ func (p *promServer) query(q string) ([]promResult, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
-		return nil, fmt.Errorf("query %s: HTTP %d, %v: %s", q, resp.StatusCode, err, body)
+		return nil, fmt.Errorf("query %s: HTTP %d, %v: %s", q, status, err, body)
 	}
 	if answer.Status != "success" {
 		return nil, fmt.Errorf("query %s: %s: %s", q, answer.ErrorType, answer.Error)
@@ -219,6 +207,23 @@ func (p *promServer) query(q string) ([]promResult, error) {
 		out = append(out, promResult{labels: r.Metric, t: ts, value: v})
 	}
 	return out, nil
+}
+
+// get sends a GET to Prometheus' API at path with args, and returns the answer's status and body.
+func (p *promServer) get(path string, args url.Values) (status int, body []byte, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+path+"?"+args.Encode(), nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }
 
 // mustQuery is query, failing the test on an error.
