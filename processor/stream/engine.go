@@ -350,7 +350,25 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	sh.mu.Lock()
 	w := sh.observe(b.w)
 	b.prefetch(sh, idx)
-	exemplars := len(b.exemplars) > 0
+	if len(b.exemplars) > 0 {
+		b.applyShardExemplars(sh, idx, w, late)
+		sh.mu.Unlock()
+		return
+	}
+	for _, i := range idx {
+		r := &b.staged[i]
+		vd, _, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
+		if !ok {
+			b.fresh = append(b.fresh, i)
+			continue
+		}
+		b.done(r, vd, w, late)
+	}
+	sh.mu.Unlock()
+}
+
+// applyShardExemplars is applyShard's loop for a batch with exemplars: each record's, after its value.
+func (b *Batch) applyShardExemplars(sh *shard, idx []int32, w int64, late func(int32, Verdict, int64)) {
 	for _, i := range idx {
 		r := &b.staged[i]
 		vd, se, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
@@ -358,14 +376,11 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 			b.fresh = append(b.fresh, i)
 			continue
 		}
-		if exemplars && se != nil {
-			if ex := b.exemplarAt(i); ex != nil {
-				sh.addExemplar(se, r.p, r.v, vd, ex)
-			}
+		if ex := b.exemplarAt(i); ex != nil && se != nil {
+			sh.addExemplar(se, r.p, r.v, vd, ex)
 		}
 		b.done(r, vd, w, late)
 	}
-	sh.mu.Unlock()
 }
 
 // prefetch reads, for all of a shard's records at once and one level at a time, the memory that
