@@ -212,12 +212,13 @@ type aggregation struct {
 	quantiles []float64
 	histMax   int       // buckets per sign of the exponential histogram output
 	bounds    []float64 // the explicit histogram output's bucket bounds, in the value's unit; nil: exponential
-	exemplars int       // per histogram data point; 0: none
+	// exemplars kept per pane and point: max_per_data_point for the histogram's points, 1 for the
+	// max gauge alone; 0: none
+	exemplars int
 }
 
 func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
-	c := &aggregation{index: index, name: a.Name, signal: a.Signal, input: inputSpans, histMax: defaultHistogramMaxSize,
-		exemplars: a.Exemplars.perPoint()}
+	c := &aggregation{index: index, name: a.Name, signal: a.Signal, input: inputSpans, histMax: defaultHistogramMaxSize}
 	if a.Signal == signalLogs {
 		c.input = inputLogs
 	}
@@ -261,6 +262,9 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 			return nil, fmt.Errorf("aggregation %q: histogram.explicit.buckets: %w", a.Name, err)
 		}
 	}
+	if c.exemplars = a.Exemplars.perPoint(); c.exemplars > 0 && !c.hasOutput(outputHistogram) {
+		c.exemplars = 1 // the max gauge's alone
+	}
 	return c, nil
 }
 
@@ -291,16 +295,7 @@ func (c *aggregation) reads(f int) bool {
 func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
 	hist := c.hasOutput(outputHistogram)
 	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: hist && c.bounds == nil, Bounds: c.bounds,
-		Exemplars: c.keptExemplars()}
-}
-
-// keptExemplars is the exemplars the engine keeps per pane and point: max_per_data_point for the
-// histogram's points, one for the max gauge alone, none without exemplars.
-func (c *aggregation) keptExemplars() int {
-	if c.exemplars > 0 && !c.hasOutput(outputHistogram) {
-		return 1
-	}
-	return c.exemplars
+		Exemplars: c.exemplars}
 }
 
 // matches applies the where clause.

@@ -209,7 +209,11 @@ func TestNoExemplarsWhenDisabled(t *testing.T) {
 	all := runExemplarTraffic(t, exemplarConfig(temporalityDelta, lateFold, true, 0))
 	for _, metric := range []string{"lat.histogram", "lat.max", "lat.count"} {
 		for _, svc := range []string{"a", "b"} {
-			for ts, dps := range exemplarsOf(t, all, metric, svc) {
+			points := exemplarsOf(t, all, metric, svc)
+			if len(points) == 0 {
+				t.Errorf("no %s points of %s: nothing to find exemplars on", metric, svc)
+			}
+			for ts, dps := range points {
 				for _, exs := range dps {
 					if len(exs) > 0 {
 						t.Errorf("%s of %s at %d carries exemplars %v", metric, svc, ts, exs)

@@ -41,10 +41,10 @@ const (
 
 // pendingPointEstimate is the bytes of the largest data point that aggregation a emits.
 func pendingPointEstimate(a *aggregation) int64 {
-	exemplars := pendingExemplarBytes * int64(a.exemplars)
+	exemplars := pendingExemplarBytes * int64(a.exemplars) // the histogram's, or the max gauge's one
 	switch {
 	case !a.hasOutput(outputHistogram):
-		return pendingPointBytes + min(exemplars, pendingExemplarBytes) // the max gauge's
+		return pendingPointBytes + exemplars
 	case a.bounds != nil:
 		return pendingPointBytes + explicitBucketBytes*int64(len(a.bounds)+1) + exemplars
 	default:
@@ -87,7 +87,7 @@ func memoryEstimate(cfg *Config, a *aggregation) int64 {
 		paneCounts *= 2
 	}
 	var paneExemplars int64
-	if k := int64(a.keptExemplars()); k > 0 {
+	if k := int64(a.exemplars); k > 0 {
 		paneExemplars = paneExemplarsBytes + exemplarBytes*(k-1)
 		if revise {
 			paneExemplars += exemplarBytes * (k - 1)

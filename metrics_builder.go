@@ -150,7 +150,7 @@ func (b *metricsBuilder) add(r *stream.Result) {
 		if e.def.ofWindowValues {
 			if r.HasWindow && r.WindowValueCount > 0 { // no value in the window: no gauge of its values
 				dp := b.number(ro, i, a, start, end, e.def.value(r, e.q), attrs)
-				if r.HasMaxExemplar && e.def.name == outputMax {
+				if r.HasMaxExemplar && e.def.windowMax {
 					putExemplar(dp.Exemplars().AppendEmpty(), &r.MaxExemplar)
 				}
 			}

@@ -32,6 +32,9 @@ type output struct {
 	// one value. The others are additive: they come from the result's point (see stream.Point), with
 	// the configured temporality.
 	ofWindowValues bool
+	// windowMax: the gauge of the window's greatest value, which carries its exemplar (see
+	// Result.MaxExemplar).
+	windowMax bool
 }
 
 // metricShape is the pdata type of an output's metric.
@@ -56,7 +59,7 @@ var outputs = []output{
 		value: func(r *stream.Result, _ int) float64 { return r.Avg }},
 	{name: "min", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Least value in the window.",
 		value: func(r *stream.Result, _ int) float64 { return r.Min }},
-	{name: "max", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Greatest value in the window.",
+	{name: "max", needsValue: true, metric: shapeGauge, ofWindowValues: true, windowMax: true, description: "Greatest value in the window.",
 		value: func(r *stream.Result, _ int) float64 { return r.Max }},
 	{name: "pNN", pattern: regexp.MustCompile(`^p([0-9]{1,6})$`), needsValue: true, metric: shapeGauge, ofWindowValues: true,
 		description: "Percentile pNN of the values in the window, within 1% relative error.",

@@ -196,9 +196,8 @@ service:
 	const timeout = 30 * time.Second
 	prom.waitQuery(t, timeout, `up{job="windowaggregator"} == 1`, nonEmpty)
 
-	// Windows w0 = [B, B+2) and w1 = [B+2, B+4), a minute in the past; W = greatest event time - 1 s.
-	base := (time.Now().UnixNano()/(2*sec))*(2*sec) - 60*sec
-	at := func(s float64) int64 { return base + int64(s*float64(sec)) }
+	// Windows w0 = [B, B+2) and w1 = [B+2, B+4), five minutes in the past; W = greatest event time - 1 s.
+	base, at := pastBase()
 	rng := rand.New(rand.NewPCG(21, 12))
 	traced := func(s, ms float64) tracedSpan {
 		ts := tracedSpan{end: at(s), ms: ms}

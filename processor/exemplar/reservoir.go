@@ -58,18 +58,7 @@ func (r *Reservoir) Len() int {
 // Max returns the exemplar with the greatest value, and whether there is one.
 func (r *Reservoir) Max() (Exemplar, bool) { return r.max, r.hasMax }
 
-// Each calls fn with every exemplar held: the greatest first, then the sample in no fixed order.
-func (r *Reservoir) Each(fn func(Exemplar)) {
-	if !r.hasMax {
-		return
-	}
-	fn(r.max)
-	for _, e := range r.sample {
-		fn(e)
-	}
-}
-
-// AppendTo appends every exemplar held to dst, as Each orders them.
+// AppendTo appends every exemplar held to dst: the greatest first, then the sample in no fixed order.
 func (r *Reservoir) AppendTo(dst []Exemplar) []Exemplar {
 	if !r.hasMax {
 		return dst
@@ -83,9 +72,6 @@ func (r *Reservoir) AppendTo(dst []Exemplar) []Exemplar {
 func (x *Exemplar) same(e *Exemplar) bool {
 	return x.Priority == e.Priority && x.SpanID == e.SpanID && x.TraceID == e.TraceID
 }
-
-// Size is the most exemplars the reservoir holds.
-func (r *Reservoir) Size() int { return max(r.size, 1) }
 
 // PriorityOf is a span's priority drawn from its ids: a mix of every bit of them, so that spans with
 // distinct ids get priorities that are as good as independent and uniform, whatever their values, and

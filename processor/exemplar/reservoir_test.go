@@ -61,14 +61,9 @@ func held(r *Reservoir) (maxAt int, sample []int) {
 	if !ok {
 		return -1, nil
 	}
-	first := true
-	r.Each(func(e Exemplar) {
-		if first {
-			first = false
-			return
-		}
+	for _, e := range r.AppendTo(nil)[1:] { // the greatest first
 		sample = append(sample, index(e))
-	})
+	}
 	slices.Sort(sample)
 	return index(m), sample
 }
@@ -146,7 +141,9 @@ func TestSampleIsUniform(t *testing.T) {
 			if m, _ := merged.Max(); index(m) != spans-1 {
 				t.Fatalf("greatest held %d, want %d", index(m), spans-1)
 			}
-			merged.Each(func(e Exemplar) { counts[index(e)]++ })
+			for _, e := range merged.AppendTo(nil) {
+				counts[index(e)]++
+			}
 		}
 		if counts[spans-1] != trials {
 			t.Fatalf("the greatest was held %d times of %d", counts[spans-1], trials)
@@ -178,9 +175,7 @@ func TestEncodingRoundTripsAndRefusesDamage(t *testing.T) {
 	if err != nil || string(rest) != "y" {
 		t.Fatalf("Decode = %q, %v", rest, err)
 	}
-	var want, have []Exemplar
-	r.Each(func(e Exemplar) { want = append(want, e) })
-	got.Each(func(e Exemplar) { have = append(have, e) })
+	want, have := r.AppendTo(nil), got.AppendTo(nil)
 	if !slices.Equal(want, have) {
 		t.Fatalf("decoded %+v, want %+v", have, want)
 	}

@@ -17,12 +17,34 @@ import (
 // of an aggregation limited to maxSeries series, with latency-like values and percentiles.
 func heapAfterFlood(t *testing.T, keys, maxSeries int) (bytes float64, st Stats) {
 	t.Helper()
-	clk := clock.NewFake(time.Unix(1000, 0))
+	bytes = heapHeldBy(func() any {
+		e := floodEngine(t, keys, maxSeries)
+		st = e.Stats()
+		return e
+	})
+	return bytes, st
+}
+
+// heapHeldBy returns the live heap that what build makes holds, in bytes.
+func heapHeldBy(build func() any) float64 {
 	var before, after runtime.MemStats
 	// Twice: what sync.Pools of earlier tests still hold is freed only by a second collection.
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	kept := build()
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(kept)
+	return float64(after.HeapAlloc) - float64(before.HeapAlloc)
+}
+
+// floodEngine returns an engine after `keys` distinct keys flooded one window of an aggregation
+// limited to maxSeries series.
+func floodEngine(t *testing.T, keys, maxSeries int) *Engine {
+	t.Helper()
+	clk := clock.NewFake(time.Unix(1000, 0))
 	e, err := New(Config{Size: time.Minute, MaxFutureSkew: time.Hour, Clock: clk,
 		Aggregations: []Aggregation{{MaxSeries: maxSeries, Quantiles: []float64{0.5, 0.95, 0.99}}}})
 	if err != nil {
@@ -47,12 +69,7 @@ func heapAfterFlood(t *testing.T, keys, maxSeries int) (bytes float64, st Stats)
 		}
 		b.End()
 	}
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	st = e.Stats()
-	runtime.KeepAlive(e)
-	return float64(after.HeapAlloc) - float64(before.HeapAlloc), st
+	return e
 }
 
 // Memory is bounded by max_series: flooding ten times more distinct keys holds no more heap, and each
@@ -215,33 +232,7 @@ func TestSeriesFindAndHeadOnItsFirstTwoCacheLines(t *testing.T) {
 func TestPaneExemplarsWithinTheMemoryFormula(t *testing.T) {
 	const nSeries = 5000
 	heap := func(k int) float64 {
-		clk := clock.NewFake(time.Unix(1000, 0))
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		e, err := New(Config{Size: time.Minute, MaxFutureSkew: time.Hour, Clock: clk,
-			Aggregations: []Aggregation{{MaxSeries: nSeries, Exemplars: k}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := uint64(0)
-		b := e.Begin(clk.Now())
-		for i := range nSeries {
-			key := []byte("service-" + strconv.Itoa(i))
-			for j := range 40 {
-				n++
-				trace, span := spanOf(n)
-				b.StageChecked(&Record{Key: key, Time: int64(500*time.Second) + int64(j), Value: float64(j), TraceID: trace, SpanID: span})
-			}
-		}
-		b.Apply(func(int32, Verdict, int64) {})
-		b.End()
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(e)
-		return (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / nSeries
+		return heapHeldBy(func() any { return exemplarEngine(t, nSeries, k) }) / nSeries
 	}
 	none := heap(0)
 	for _, k := range []int{1, 5, 20} {
@@ -251,4 +242,29 @@ func TestPaneExemplarsWithinTheMemoryFormula(t *testing.T) {
 			t.Errorf("k=%d: a pane's exemplars take %.0f bytes, the formula %.0f", k, got, limit)
 		}
 	}
+}
+
+// exemplarEngine returns an engine keeping k exemplars a point with nSeries series, each with one pane
+// of 40 records that are spans.
+func exemplarEngine(t *testing.T, nSeries, k int) *Engine {
+	t.Helper()
+	clk := clock.NewFake(time.Unix(1000, 0))
+	e, err := New(Config{Size: time.Minute, MaxFutureSkew: time.Hour, Clock: clk,
+		Aggregations: []Aggregation{{MaxSeries: nSeries, Exemplars: k}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := uint64(0)
+	b := e.Begin(clk.Now())
+	for i := range nSeries {
+		key := []byte("service-" + strconv.Itoa(i))
+		for j := range 40 {
+			n++
+			trace, span := spanOf(n)
+			b.StageChecked(&Record{Key: key, Time: int64(500*time.Second) + int64(j), Value: float64(j), TraceID: trace, SpanID: span})
+		}
+	}
+	b.Apply(func(int32, Verdict, int64) {})
+	b.End()
+	return e
 }

@@ -71,18 +71,11 @@ type paneExemplars struct {
 	all, delta exemplar.Reservoir
 }
 
-func (pe *paneExemplars) allOrNil() *exemplar.Reservoir {
-	if pe == nil {
-		return nil
-	}
-	return &pe.all
-}
-
-func (pe *paneExemplars) deltaOrNil() *exemplar.Reservoir {
-	if pe == nil {
-		return nil
-	}
-	return &pe.delta
+func newPaneExemplars(size int) *paneExemplars {
+	pe := &paneExemplars{}
+	pe.all.Init(size)
+	pe.delta.Init(size)
+	return pe
 }
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
@@ -127,7 +120,7 @@ type sketchPool struct {
 func (sp *sketchPool) getExemplars(size int) *paneExemplars {
 	k := len(sp.freeEx)
 	if k == 0 {
-		return &paneExemplars{all: *exemplar.New(size), delta: *exemplar.New(size)}
+		return newPaneExemplars(size)
 	}
 	pe := sp.freeEx[k-1]
 	sp.freeEx[k-1] = nil

@@ -442,12 +442,14 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 			p.counts = decodeCounts(d, nb, a.Bounds == nil)
 			p.deltaCounts = decodeCounts(d, nb, true)
 		}
+		var all, delta *exemplar.Reservoir // where the saved exemplars go; nil: dropped
 		if a.Exemplars > 0 {
-			p.ex = &paneExemplars{all: *exemplar.New(a.Exemplars), delta: *exemplar.New(a.Exemplars)}
+			p.ex = newPaneExemplars(a.Exemplars)
+			all, delta = &p.ex.all, &p.ex.delta
 		}
 		if version >= 4 && d.bool() {
-			decodeExemplars(d, p.ex.allOrNil(), a.Exemplars)
-			decodeExemplars(d, p.ex.deltaOrNil(), a.Exemplars)
+			decodeExemplars(d, all)
+			decodeExemplars(d, delta)
 		}
 		if d.err != nil {
 			return se
@@ -471,7 +473,7 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 			if a.Exemplars > 0 {
 				ac.foldEx = exemplar.New(a.Exemplars)
 			}
-			decodeExemplars(d, ac.foldEx, a.Exemplars)
+			decodeExemplars(d, ac.foldEx)
 		}
 		se.ac = ac
 	}
@@ -547,16 +549,19 @@ func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 		copy(pt.BucketCounts, c)
 	}
 	if version >= 4 {
-		var res exemplar.Reservoir
-		res.Init(a.Exemplars)
-		decodeExemplars(d, &res, a.Exemplars)
-		if res.Len() > 0 {
-			pt.Exemplars = r.pointExemplars(&res)
+		var pointEx, maxEx *exemplar.Reservoir // where the saved exemplars go; nil: dropped
+		if a.Exemplars > 0 {
+			pointEx, maxEx = exemplar.New(a.Exemplars), exemplar.New(1)
 		}
+		decodeExemplars(d, pointEx)
 		if d.bool() {
-			res.Init(1)
-			decodeExemplars(d, &res, a.Exemplars)
-			r.MaxExemplar, r.HasMaxExemplar = res.Max()
+			decodeExemplars(d, maxEx)
+		}
+		if a.Exemplars > 0 {
+			if pointEx.Len() > 0 {
+				pt.Exemplars = r.pointExemplars(pointEx)
+			}
+			r.MaxExemplar, r.HasMaxExemplar = maxEx.Max()
 		}
 	}
 	if pt.ValueCount > pt.Count {
@@ -565,9 +570,9 @@ func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 }
 
 // decodeExemplars reads exemplars that AppendBinary wrote into dst, which keeps what a reservoir of its
-// size would have kept of them; nil, or an engine that keeps no exemplars (size 0), drops them. They
-// are read into d's scratch reservoir first, which holds any number up to MaxExemplars.
-func decodeExemplars(d *decoder, dst *exemplar.Reservoir, size int) {
+// size would have kept of them; a nil dst drops them. They are read into d's scratch reservoir first,
+// which holds any number up to MaxExemplars.
+func decodeExemplars(d *decoder, dst *exemplar.Reservoir) {
 	if d.err != nil {
 		return
 	}
@@ -580,8 +585,7 @@ func decodeExemplars(d *decoder, dst *exemplar.Reservoir, size int) {
 		return
 	}
 	d.b = rest
-	if dst == nil || size == 0 {
-		return
+	if dst != nil {
+		dst.Merge(d.exemplars)
 	}
-	dst.Merge(d.exemplars)
 }
