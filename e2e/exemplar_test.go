@@ -177,21 +177,13 @@ connectors:
         outputs: [count, max, histogram]
         histogram: {explicit: {buckets: [10ms, 50ms, 100ms, 500ms]}}
         exemplars: {enabled: true, max_per_data_point: 3}
-exporters:%s
-  prometheus:
-    endpoint: 127.0.0.1:%d
-    enable_open_metrics: true
-    const_labels: {path: scrape}
-  prometheus_remote_write:
-    endpoint: %s
-    tls: {insecure: true}
-    external_labels: {path: remote_write}
+exporters:%s%s
 service:
   telemetry: {metrics: {level: none}}
   pipelines:
     traces: {receivers: [otlp], exporters: [window_aggregator]}
     metrics: {receivers: [window_aggregator], exporters: [otlp, prometheus, prometheus_remote_write]}
-`, otlpExporter("otlp", out.addr), exporterPort, prom.remoteWriteURL())
+`, otlpExporter("otlp", out.addr), prometheusExporters(exporterPort, prom.remoteWriteURL(), "enable_open_metrics: true"))
 	_, c := runCollector(t, recv, config)
 	const timeout = 30 * time.Second
 	prom.waitQuery(t, timeout, `up{job="windowaggregator"} == 1`, nonEmpty)

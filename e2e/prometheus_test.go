@@ -320,6 +320,24 @@ service:
 		remoteWriteExporter("prometheus_remote_write/delta", "delta_to_cumulative"))
 }
 
+// prometheusExporters are entries of the exporters section: the prometheus exporter on exporterPort,
+// its series labelled path=scrape, with promSettings besides (YAML flow entries, e.g.
+// "enable_open_metrics: true"), and prometheus_remote_write to remoteWrite, labelled
+// path=remote_write.
+func prometheusExporters(exporterPort int, remoteWrite, promSettings string) string {
+	if promSettings != "" {
+		promSettings = "\n    " + promSettings
+	}
+	return fmt.Sprintf(`
+  prometheus:
+    endpoint: 127.0.0.1:%d
+    const_labels: {path: scrape}%s
+  prometheus_remote_write:
+    endpoint: %s
+    tls: {insecure: true}
+    external_labels: {path: remote_write}`, exporterPort, promSettings, remoteWrite)
+}
+
 // chainPaths are the values of the path label of the three ways into Prometheus.
 var chainPaths = []string{"scrape", "remote_write", "delta_to_cumulative"}
 
@@ -561,21 +579,14 @@ connectors:
     allowed_lateness: 6s
     storage: file_storage/wa
     aggregations: [{name: lat, signal: spans, group_by: [service.name], outputs: [count, sum]}]
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:%d
-    const_labels: {path: scrape}
-  prometheus_remote_write:
-    endpoint: %s
-    tls: {insecure: true}
-    external_labels: {path: remote_write}
+exporters:%s
 service:
   extensions: [file_storage/wa]
   telemetry: {metrics: {level: none}}
   pipelines:
     traces: {receivers: [otlp], exporters: [window_aggregator]}
     metrics: {receivers: [window_aggregator], exporters: [prometheus, prometheus_remote_write]}
-`, exporterPort, prom.remoteWriteURL())
+`, prometheusExporters(exporterPort, prom.remoteWriteURL(), ""))
 	const timeout = 30 * time.Second
 	base := (time.Now().UnixNano()/(2*sec))*(2*sec) - 60*sec
 	at := func(s float64) int64 { return base + int64(s*float64(sec)) }
