@@ -46,6 +46,13 @@
 // window; the window never exceeds maxBuckets slots, so such inserts can
 // never break the span limit.
 //
+// # Counts
+//
+// InsertN records one value n times in one step: a count of n in its
+// bucket, not n inserts. The stream engine uses it for weighted records (a
+// sampled span that stands for n spans), so that every bucket, the count and
+// the quantiles take the weight at the cost of one insert.
+//
 // # Downscaling
 //
 // When an insert or a merge would make the occupied index span of either

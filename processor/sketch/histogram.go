@@ -161,20 +161,52 @@ func (h *Histogram) Insert(v float64) bool {
 			return true
 		}
 	}
-	h.insertSlow(b, idx)
+	h.insertSlow(b, idx, 1)
 	return true
 }
 
-// insertSlow adds one to bucket idx of b when the fast path could not: the
-// index is outside the window (grow, move or downscale) or the counter is
-// full (widen).
-func (h *Histogram) insertSlow(b *buckets, idx int) {
+// InsertN records v n times, as n calls of Insert(v) would (but for the rounding of the sum, which
+// adds v×n once): one count of n in v's bucket, not n inserts. It returns false, leaving h unchanged,
+// for NaN and ±Inf; n = 0 records nothing.
+func (h *Histogram) InsertN(v float64, n uint64) bool {
+	bits := math.Float64bits(v)
+	if bits&expMask == expMask {
+		return false
+	}
+	if n == 0 {
+		return true
+	}
+	h.count += n
+	h.sum += v * float64(n)
+	if v < h.min {
+		h.min = v
+	}
+	if v > h.max {
+		h.max = v
+	}
+	a := bits &^ signMask
+	if a == 0 {
+		h.zeroCount += n
+		return true
+	}
+	b := &h.pos
+	if a != bits {
+		b = &h.neg
+	}
+	h.insertSlow(b, h.index(a), n)
+	return true
+}
+
+// insertSlow adds n to bucket idx of b: for Insert, when the fast path could
+// not (the index is outside the window, to grow, move or downscale, or the
+// counter is full, to widen); for InsertN, always.
+func (h *Histogram) insertSlow(b *buckets, idx int, n uint64) {
 	h.mustBeConfigured()
 	for {
 		s := idx - int(b.lo)
 		if s >= 0 && s < int(b.n) {
 			b.note(idx)
-			b.add(s, 1)
+			b.add(s, n)
 			return
 		}
 		ulo, uhi, used := b.indexRange()

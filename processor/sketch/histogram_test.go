@@ -17,16 +17,23 @@ type refHist struct {
 	zero     uint64
 }
 
-func newRef(vals []float64, scale int32) refHist {
+func newRef(vals []float64, scale int32) refHist { return newWeightedRef(vals, nil, scale) }
+
+// newWeightedRef is newRef with value i counted weights[i] times (nil weights: once each).
+func newWeightedRef(vals []float64, weights []uint64, scale int32) refHist {
 	r := refHist{scale: scale, pos: map[int]uint64{}, neg: map[int]uint64{}}
-	for _, v := range vals {
+	for i, v := range vals {
+		w := uint64(1)
+		if weights != nil {
+			w = weights[i]
+		}
 		switch {
 		case v > 0:
-			r.pos[refIndex(v, scale)]++
+			r.pos[refIndex(v, scale)] += w
 		case v < 0:
-			r.neg[refIndex(v, scale)]++
+			r.neg[refIndex(v, scale)] += w
 		default:
-			r.zero++
+			r.zero += w
 		}
 	}
 	return r
@@ -74,7 +81,19 @@ func refScale(vals []float64, init int32, maxBuckets int) int32 {
 // vals at h's scale, plus count, zero count, min, max and (approximately) sum.
 func checkAgainstRef(t *testing.T, h *Histogram, vals []float64) {
 	t.Helper()
-	r := newRef(vals, h.Scale())
+	checkAgainstWeightedRef(t, h, vals, nil)
+}
+
+// checkAgainstWeightedRef is checkAgainstRef with value i counted weights[i] times (nil: once each).
+func checkAgainstWeightedRef(t *testing.T, h *Histogram, vals []float64, weights []uint64) {
+	t.Helper()
+	weight := func(i int) uint64 {
+		if weights == nil {
+			return 1
+		}
+		return weights[i]
+	}
+	r := newWeightedRef(vals, weights, h.Scale())
 	po, pc := dense(r.pos)
 	no, nc := dense(r.neg)
 	if got := h.appendPositiveCounts(nil); !slices.Equal(got, pc) || h.positiveOffset() != po {
@@ -86,8 +105,12 @@ func checkAgainstRef(t *testing.T, h *Histogram, vals []float64) {
 	if h.ZeroCount() != r.zero {
 		t.Fatalf("zero count %d, want %d", h.ZeroCount(), r.zero)
 	}
-	if h.Count() != uint64(len(vals)) {
-		t.Fatalf("count %d, want %d", h.Count(), len(vals))
+	var n uint64
+	for i := range vals {
+		n += weight(i)
+	}
+	if h.Count() != n {
+		t.Fatalf("count %d, want %d", h.Count(), n)
 	}
 	if len(vals) == 0 {
 		if !math.IsNaN(h.Min()) || !math.IsNaN(h.Max()) || h.Sum() != 0 {
@@ -97,9 +120,10 @@ func checkAgainstRef(t *testing.T, h *Histogram, vals []float64) {
 	}
 	lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
 	abs := 0.0
-	for _, v := range vals {
-		lo, hi, sum = min(lo, v), max(hi, v), sum+v
-		abs += math.Abs(v)
+	for i, v := range vals {
+		w := float64(weight(i))
+		lo, hi, sum = min(lo, v), max(hi, v), sum+w*v
+		abs += w * math.Abs(v)
 	}
 	if h.Min() != lo || h.Max() != hi {
 		t.Fatalf("min/max %v/%v, want %v/%v", h.Min(), h.Max(), lo, hi)
