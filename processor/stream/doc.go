@@ -39,6 +39,13 @@
 // and w fires again (a late firing); otherwise w has expired for it. A record whose windows have all
 // expired is returned as Expired and is not aggregated.
 //
+// # Weights
+//
+// A record of weight n (Record.Weight, a sampled span's adjusted count) counts as n records of its
+// value in every aggregate but min, max and exemplars: n in counts and bucket counts, n×v in sums,
+// one insert of count n in a sketch. The counts a pane, a fold, a series' totals and a snapshot hold
+// are weighted counts; nothing else tells weighted records from others.
+//
 // # Concurrency
 //
 // Series are spread over shards by a hash of their key; each shard has its own lock, its own copy of

@@ -129,11 +129,14 @@ type Batch struct {
 	// exemplars holds, when the engine keeps exemplars, each staged record's, by staged index; a zero
 	// TraceID: none (an aggregation without exemplars, or a record without a span).
 	exemplars []exemplar.Exemplar
-	keys      []byte  // the staged keys, back to back
-	order     []int32 // staged indexes grouped by shard
-	counts    []int32 // per shard, then prefix sums
-	fresh     []int32 // staged indexes of records whose series did not exist
-	spill     []int32 // staged indexes bound for the overflow series
+	// weights holds, once a record of weight above 1 has been staged since the last Apply, each
+	// staged record's weight, by staged index; empty: every staged record weighs 1.
+	weights []uint32
+	keys    []byte  // the staged keys, back to back
+	order   []int32 // staged indexes grouped by shard
+	counts  []int32 // per shard, then prefix sums
+	fresh   []int32 // staged indexes of records whose series did not exist
+	spill   []int32 // staged indexes bound for the overflow series
 
 	// prefetch's scratch, and what it read (kept so that the reads are not optimized away)
 	seenSeries []*series
@@ -256,6 +259,9 @@ type Record struct {
 	// TraceID (not a valid one): the record gives no exemplar.
 	TraceID [16]byte
 	SpanID  [8]byte
+	// Weight is the records this one stands for (a sampled span's adjusted count): it counts as
+	// Weight records of its value in every aggregate but min, max and exemplars. 0 means 1.
+	Weight uint32
 }
 
 // StageChecked queues record r, whose verdict comes from Apply. Its time must be one that Check has
@@ -270,6 +276,28 @@ func (b *Batch) StageChecked(r *Record) {
 	if b.e.exemplars {
 		b.stageExemplar(r)
 	}
+	if r.Weight > 1 || len(b.weights) > 0 {
+		b.stageWeight(r.Weight)
+	}
+}
+
+// stageWeight records the weight of the record staged last; the records staged before the batch's
+// first weighted one weigh 1.
+func (b *Batch) stageWeight(w uint32) {
+	if len(b.weights) == 0 {
+		for range len(b.staged) - 1 {
+			b.weights = append(b.weights, 1)
+		}
+	}
+	b.weights = append(b.weights, max(w, 1))
+}
+
+// weightAt returns staged record i's weight.
+func (b *Batch) weightAt(i int32) uint64 {
+	if len(b.weights) == 0 {
+		return 1
+	}
+	return uint64(b.weights[i])
 }
 
 // stageExemplar stages record r's exemplar: its span, its value and its time (the span's end).
@@ -342,7 +370,7 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict, w int64)) {
 		b.applyOverflow(late)
 	}
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
-	b.exemplars = b.exemplars[:0]
+	b.exemplars, b.weights = b.exemplars[:0], b.weights[:0]
 }
 
 // applyShard adds the records of one shard whose series exist, and sets aside the others.
@@ -350,14 +378,14 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	sh.mu.Lock()
 	w := sh.observe(b.w)
 	b.prefetch(sh, idx)
-	if len(b.exemplars) > 0 {
-		b.applyShardExemplars(sh, idx, w, late)
+	if len(b.exemplars) > 0 || len(b.weights) > 0 {
+		b.applyShardStaged(sh, idx, w, late)
 		sh.mu.Unlock()
 		return
 	}
 	for _, i := range idx {
 		r := &b.staged[i]
-		vd, _, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
+		vd, _, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, 1)
 		if !ok {
 			b.fresh = append(b.fresh, i)
 			continue
@@ -367,11 +395,12 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	sh.mu.Unlock()
 }
 
-// applyShardExemplars is applyShard's loop for a batch with exemplars: each record's, after its value.
-func (b *Batch) applyShardExemplars(sh *shard, idx []int32, w int64, late func(int32, Verdict, int64)) {
+// applyShardStaged is applyShard's loop for a batch that staged exemplars or weights: each record with
+// its weight, and its exemplar after its value.
+func (b *Batch) applyShardStaged(sh *shard, idx []int32, w int64, late func(int32, Verdict, int64)) {
 	for _, i := range idx {
 		r := &b.staged[i]
-		vd, se, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v)
+		vd, se, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.weightAt(i))
 		if !ok {
 			b.fresh = append(b.fresh, i)
 			continue
@@ -430,7 +459,7 @@ func (b *Batch) applyFresh(late func(int32, Verdict, int64)) {
 		sh := e.shards[r.hash&e.mask]
 		sh.mu.Lock()
 		w := sh.observe(b.w)
-		vd, full := sh.addOrCreate(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.exemplarAt(i))
+		vd, full := sh.addOrCreate(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.weightAt(i), b.exemplarAt(i))
 		sh.mu.Unlock()
 		if full {
 			b.spill = append(b.spill, i)
@@ -454,7 +483,7 @@ func (b *Batch) applyOverflow(late func(int32, Verdict, int64)) {
 	w := sh.observe(b.w)
 	for _, i := range b.spill {
 		r := &b.staged[i]
-		vd := sh.addOverflow(w, int(r.agg), r.p, r.v, b.exemplarAt(i))
+		vd := sh.addOverflow(w, int(r.agg), r.p, r.v, b.weightAt(i), b.exemplarAt(i))
 		if vd != Expired {
 			b.overflow++
 		}
@@ -501,11 +530,11 @@ func (b *Batch) End() {
 	}
 	b.verdicts, b.overflow = [numVerdicts]uint64{}, 0
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
-	b.exemplars = b.exemplars[:0]
+	b.exemplars, b.weights = b.exemplars[:0], b.weights[:0]
 	if cap(b.keys) > maxPooledKeyBytes || cap(b.staged) > maxPooledRecords || cap(b.seenSeries) > maxPooledRecords {
 		// One huge request must not leave its buffers behind in the pool.
 		b.staged, b.keys, b.order, b.fresh, b.spill = nil, nil, nil, nil, nil
-		b.seenSeries, b.exemplars = nil, nil
+		b.seenSeries, b.exemplars, b.weights = nil, nil, nil
 	}
 	b.e = nil
 	e.batches.Put(b)

@@ -357,10 +357,25 @@ func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
 // addOne stages one record and applies it at once: a record at a time, through the path the component
 // takes, with its verdict returned.
 func addOne(b *Batch, agg int, key []byte, t int64, v float64) Verdict {
-	if vd := b.stage(agg, key, t, v, 0); vd != OnTime {
+	return addRec(b, &refRec{agg: agg, t: t, v: v}, key)
+}
+
+// addRec is addOne for record r, of its weight, with its key in key.
+func addRec(b *Batch, r *refRec, key []byte) Verdict {
+	if vd := stageRec(b, r, key, 0); vd != OnTime {
 		return vd
 	}
 	vd := OnTime
 	b.Apply(func(_ int32, got Verdict, _ int64) { vd = got })
 	return vd
+}
+
+// stageRec is Batch.stage for record r, of its weight, with its key in key (which staging copies).
+func stageRec(b *Batch, r *refRec, key []byte, tag int32) Verdict {
+	if vd := b.Check(r.t); vd != OnTime {
+		b.verdicts[vd]++
+		return vd
+	}
+	b.StageChecked(&Record{Agg: r.agg, Key: key, Time: r.t, Value: r.v, Tag: tag, Weight: r.w})
+	return OnTime
 }

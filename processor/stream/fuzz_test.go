@@ -14,8 +14,8 @@ import (
 // FuzzIngest decodes its input into a configuration (a first byte of 0x80 and up picks one with
 // per-source tracking, whose records then name their sources) and a sequence of operations (batches
 // of records, mostly behind the wall clock and some ahead of it, Collects and clock moves,
-// Snapshot+Restore, with per-source tracking after some downtime, damaged snapshots) and checks,
-// whatever the input:
+// Snapshot+Restore, with per-source tracking after some downtime, damaged snapshots), some records
+// weighted (a sampled span standing for 2 to 2^20 records), and checks, whatever the input:
 //   - nothing panics, and every record gets a valid Verdict: the one the contract gives for the record
 //     against the watermark of its batch's Begin (as the reference model computes it);
 //   - Watermark() is the model's W after every operation, and never moves back; SetSource reports the
@@ -25,13 +25,15 @@ import (
 //     only with exemplars and values, at most Max, and at most the configured exemplars on a point,
 //     each a finite value within the point's), and a window has at most one first firing;
 //   - accounting: after FireAll, the Counts of all firings of each window, summed over its series
-//     (overflow included), equal the records added to it; no series is left held;
+//     (overflow included), equal the records added to it, each counted at its weight; no series is
+//     left held;
 //   - a truncated snapshot never restores, and a damaged one never makes Restore panic.
 //
 // Unlike TestEngineMatchesReferenceModel it does not Collect after every batch, so firings are also
 // produced by flush points inside Apply and Snapshot.
 func FuzzIngest(f *testing.F) {
 	f.Add([]byte{0, 0, 5, 0x01, 0, 0, 20, 0x12, 10, 1, 30, 4, 40, 6, 7, 4, 250, 1, 3, 0x21, 0xf6, 2, 9})
+	f.Add([]byte{0, 3, 5, 0x09, 0, 4, 20, 0x1a, 10, 5, 30, 4, 40, 6, 7, 4, 250, 0, 3, 0x29, 0xf6, 6, 9, 7})
 	f.Add([]byte{1, 1, 4, 0x00, 0xf0, 0, 10, 0x11, 0x10, 0, 11, 0x22, 0x80, 3, 12, 4, 210, 6, 77, 3, 2, 0x31, 0xf4, 1, 0xff, 7})
 	f.Add([]byte{2, 2, 8, 0x05, 100, 0, 0, 0x15, 0x90, 1, 1, 0x25, 0x8f, 4, 2, 0x35, 5, 0xf1, 3, 0x45, 0xc8, 0xf8, 4, 4, 230, 6, 128, 1, 3, 0x07, 0x81, 0xf7, 6})
 	f.Add([]byte{3, 3, 6, 0x01, 1, 1, 8, 0x02, 0xff, 2, 9, 0x03, 2, 3, 10, 0x04, 0xfe, 4, 11, 0x05, 3, 0xfb, 12, 0x06, 0xfc, 0xfd, 13, 5, 40, 4, 255, 6, 200, 2, 3, 0x07, 0x80, 0xf2, 14, 7})
@@ -301,15 +303,18 @@ func runFuzzOps(data []byte) (msg string) {
 					}
 					t = w - mod(w, slide) + int64(int8(tb))%8*slide + int64(jb) - 248
 				}
-				v := fuzzValue(vb)
-				p := pending{agg: agg, key: key, t: t, v: v}
+				rec := refRec{agg: agg, key: key, t: t, v: fuzzValue(vb)}
+				if kb&8 != 0 { // a weighted record: bit 3 of the key byte, which picks no key
+					rec.w = fuzzWeights[int(jb)%len(fuzzWeights)]
+				}
+				p := pending{agg: agg, key: key, t: t, v: rec.v}
 				if staged { // a span (see spanOf), which aggregations with exemplars take as one
 					spans++
-					p.got = stageSpan(b, agg, []byte(key), t, v, int32(len(recs)), spans)
+					p.got = stageSpan(b, &rec, int32(len(recs)), spans)
 				} else {
-					p.got = addOne(b, agg, []byte(key), t, v)
+					p.got = addRec(b, &rec, []byte(key))
 				}
-				p.want = mb.add(agg, key, t, v)
+				p.want = mb.addRec(rec)
 				recs = append(recs, p)
 			}
 			if staged {
@@ -386,13 +391,16 @@ func runFuzzOps(data []byte) (msg string) {
 	return strings.Join(bad[:min(len(bad), 10)], "\n")
 }
 
-// stageSpan is Batch.stage for a record that is span n (see spanOf).
-func stageSpan(b *Batch, agg int, key []byte, t int64, v float64, tag int32, n uint64) Verdict {
-	if vd := b.Check(t); vd != OnTime {
+// fuzzWeights are the weights of the records the input weighs: small and large adjusted counts.
+var fuzzWeights = []uint32{2, 3, 4, 10, 100, 1000, 1 << 20}
+
+// stageSpan is Batch.stage for record r, of its weight, as span n (see spanOf).
+func stageSpan(b *Batch, r *refRec, tag int32, n uint64) Verdict {
+	if vd := b.Check(r.t); vd != OnTime {
 		b.verdicts[vd]++
 		return vd
 	}
 	trace, span := spanOf(n)
-	b.StageChecked(&Record{Agg: agg, Key: key, Time: t, Value: v, Tag: tag, TraceID: trace, SpanID: span})
+	b.StageChecked(&Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Value: r.v, Tag: tag, TraceID: trace, SpanID: span, Weight: r.w})
 	return OnTime
 }

@@ -79,9 +79,9 @@ func applyRecords(b *Batch, recs []refRec, staged bool) []Verdict {
 	out := make([]Verdict, len(recs))
 	for j, r := range recs {
 		if staged {
-			out[j] = b.stage(r.agg, []byte(r.key), r.t, r.v, int32(j))
+			out[j] = stageRec(b, &r, []byte(r.key), int32(j))
 		} else {
-			out[j] = addOne(b, r.agg, []byte(r.key), r.t, r.v)
+			out[j] = addRec(b, &r, []byte(r.key))
 		}
 	}
 	if staged {
@@ -175,7 +175,7 @@ func runOverflowScenario(sc *scenario, staged bool) string {
 		mb := m.begin(op.batchNow)
 		got := applyRecords(b, op.recs, staged)
 		for j, r := range op.recs {
-			if g, w := got[j], mb.add(r.agg, r.key, r.t, r.v); g != w {
+			if g, w := got[j], mb.addRec(r); g != w {
 				return fmt.Sprintf("op %d record %d (agg%d %q t=%s): verdict %v, want %v", i, j, r.agg, r.key, tf.t(r.t), g, w)
 			}
 		}
@@ -384,7 +384,7 @@ func TestRestoreRejectsDamagedSnapshots(t *testing.T) {
 	for i, op := range sc.ops[:half] {
 		b := e.Begin(op.batchNow)
 		for _, r := range op.recs {
-			addOne(b, r.agg, []byte(r.key), r.t, r.v)
+			addRec(b, &r, []byte(r.key))
 		}
 		b.End()
 		if i < half-1 { // leave the last batch's firings pending, so that the snapshot carries results
@@ -464,7 +464,7 @@ func runScenarioOn(e *Engine, sc *scenario) *runFailure {
 		b := e.Begin(op.batchNow)
 		mb := m.begin(op.batchNow)
 		for j, r := range op.recs {
-			if g, w := addOne(b, r.agg, []byte(r.key), r.t, r.v), mb.add(r.agg, r.key, r.t, r.v); g != w {
+			if g, w := addRec(b, &r, []byte(r.key)), mb.addRec(r); g != w {
 				return &runFailure{op: i, lines: []string{fmt.Sprintf("record %d: verdict %v, want %v", j, g, w)}}
 			}
 		}

@@ -45,6 +45,9 @@ type modelConfig struct {
 	// so that W never waits for the clock and moves only at End and Collect, never at a Begin.
 	clockKeepsUp bool
 
+	// weights: records weigh from 1 to about a million (see genWeight), not 1 each.
+	weights bool
+
 	perSource  bool
 	sourceIdle time.Duration
 	maxSources int
@@ -80,6 +83,9 @@ func (c *modelConfig) String() string {
 	if c.perSource {
 		s += fmt.Sprintf(" perSource sourceIdle=%v maxSources=%d sources=%d", c.sourceIdle, c.maxSources, c.sources)
 	}
+	if c.weights {
+		s += " weighted"
+	}
 	return s
 }
 
@@ -89,40 +95,42 @@ var fullQuantiles = []float64{0.5, 0.9, 0.99, 0.999}
 // exercised at realistic magnitudes.
 const realNow = int64(1_700_000_000) * int64(time.Second)
 
+// modelConfigs are the configurations of the model tests; about half of them weigh their records (see
+// genWeight), the others count each record once.
 func modelConfigs() []modelConfig {
 	s := time.Second
 	return []modelConfig{
 		{name: "tumbling10s", size: 10 * s, skew: 30 * s, keys: 4, seeds: 40, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
-		{name: "tumbling10s-late-ooo-idle", size: 10 * s, slide: 10 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
+		{name: "tumbling10s-late-ooo-idle", weights: true, size: 10 * s, slide: 10 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
 			skew: 30 * s, keys: 8, emptyKey: true, seeds: 40, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
-		{name: "tumbling1s-3aggs", size: s, lateness: 2 * s, ooo: s / 2, idle: 3 * s, skew: 30 * s, keys: 3,
+		{name: "tumbling1s-3aggs", weights: true, size: s, lateness: 2 * s, ooo: s / 2, idle: 3 * s, skew: 30 * s, keys: 3,
 			seeds: 40, ops: 40, shards: 1,
 			aggs: []Aggregation{{Histogram: true}, {Quantiles: []float64{0, 0.25, 1}}, {}}},
 		{name: "sliding4s/1s", size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 5, seeds: 40, ops: 24,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
-		{name: "sliding4s/1s-late-idle-3aggs", size: 4 * s, slide: s, lateness: 2500 * time.Millisecond, idle: 5 * s,
+		{name: "sliding4s/1s-late-idle-3aggs", weights: true, size: 4 * s, slide: s, lateness: 2500 * time.Millisecond, idle: 5 * s,
 			skew: 30 * s, keys: 12, seeds: 40, ops: 30,
 			aggs: []Aggregation{{Quantiles: fullQuantiles}, {Histogram: true}, {}}},
 		{name: "sliding60s/1s", size: 60 * s, slide: s, lateness: 10 * s, ooo: 5 * s, idle: 20 * s, skew: 30 * s,
 			keys: 12, seeds: 8, ops: 20,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
-		{name: "sliding10s/2.5s-near-epoch", size: 10 * s, slide: 2500 * time.Millisecond, lateness: 5 * s,
+		{name: "sliding10s/2.5s-near-epoch", weights: true, size: 10 * s, slide: 2500 * time.Millisecond, lateness: 5 * s,
 			ooo: s, idle: 4 * s, skew: 5 * s, keys: 4, base: int64(12 * s), seeds: 40, ops: 20,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
 		// Many records per series and batch, out of order over a few panes: a series' head moves from
 		// pane to pane, taking and putting back totals and pending values (TestFullPendingValues...
 		// fills one).
-		{name: "sliding4s/1s-dense", size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 2,
+		{name: "sliding4s/1s-dense", weights: true, size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 2,
 			maxBatch: 300, seeds: 24, ops: 16,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
-		{name: "sliding40ns/10ns", size: 40, slide: 10, lateness: 25, ooo: 7, idle: 50, skew: 30, keys: 4,
+		{name: "sliding40ns/10ns", weights: true, size: 40, slide: 10, lateness: 25, ooo: 7, idle: 50, skew: 30, keys: 4,
 			seeds: 40, ops: 24,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Quantiles: []float64{0.5}}}},
 		// Event times run ahead of the wall clock in stretches, within max_future_skew: W is held at
 		// now - max_out_of_orderness and windows fire as the clock moves.
-		{name: "tumbling10s-ahead", size: 10 * s, lateness: 5 * s, ooo: 2 * s, skew: 60 * s, lead: 45 * s,
+		{name: "tumbling10s-ahead", weights: true, size: 10 * s, lateness: 5 * s, ooo: 2 * s, skew: 60 * s, lead: 45 * s,
 			keys: 4, seeds: 30, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
 		{name: "sliding4s/1s-ahead-idle", size: 4 * s, slide: s, lateness: 2 * s, idle: 5 * s, skew: 20 * s,
@@ -134,7 +142,7 @@ func modelConfigs() []modelConfig {
 			perSource: true, sourceIdle: 20 * s, maxSources: 8, sources: 4, sourceLag: 90 * s,
 			keys: 4, seeds: 30, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
-		{name: "per-source-idle", size: 10 * s, slide: 5 * s, lateness: 5 * s, idle: 15 * s, skew: 30 * s, lead: 10 * s,
+		{name: "per-source-idle", weights: true, size: 10 * s, slide: 5 * s, lateness: 5 * s, idle: 15 * s, skew: 30 * s, lead: 10 * s,
 			perSource: true, sourceIdle: 30 * s, maxSources: 16, sources: 4, sourceLag: 60 * s,
 			keys: 4, seeds: 30, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
@@ -209,6 +217,21 @@ func genValue(rng *rand.Rand, prev []float64, nanPct int) float64 {
 		return prev[rng.IntN(len(prev))]
 	}
 	return math.Exp(math.Log(1e-3) + rng.Float64()*(math.Log(3.6e6)-math.Log(1e-3)))
+}
+
+// genWeight draws a record's weight: mostly 1 (as 0 or 1: both mean one record), else a sampled
+// span's adjusted count (2, 4, 10, 1000), a small or a large one.
+func genWeight(rng *rand.Rand) uint32 {
+	switch r := rng.IntN(100); {
+	case r < 40:
+		return uint32(rng.IntN(2))
+	case r < 60:
+		return []uint32{2, 4, 10, 1000}[rng.IntN(4)]
+	case r < 95:
+		return uint32(2 + rng.IntN(9))
+	default:
+		return uint32(1 + rng.IntN(1<<20))
+	}
 }
 
 // genScenario draws a stream for c. It runs a quiet model alongside to aim records at the watermark:
@@ -348,8 +371,12 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 			if finite(v) {
 				prev = append(prev, v)
 			}
-			b.add(agg, key, t, v)
-			op.recs = append(op.recs, refRec{agg: agg, key: key, t: t, v: v, src: src})
+			rec := refRec{agg: agg, key: key, t: t, v: v, src: src}
+			if c.weights {
+				rec.w = genWeight(rng)
+			}
+			b.addRec(rec)
+			op.recs = append(op.recs, rec)
 		}
 		b.end()
 		// the Collect after the batch, sometimes later on the wall clock
@@ -542,7 +569,7 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 					engineShared[j] = b.SetSource([]byte(r.src))
 				}
 				key = append(key[:0], r.key...)
-				engineVerdicts[j] = b.stage(r.agg, key, r.t, r.v, int32(j))
+				engineVerdicts[j] = stageRec(b, &r, key, int32(j))
 				for k := range key {
 					key[k] = '#'
 				}
@@ -578,20 +605,20 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 				got = engineVerdicts[j]
 			} else {
 				key = append(key[:0], r.key...)
-				got = addOne(b, r.agg, key, r.t, r.v)
+				got = addRec(b, &r, key)
 				for k := range key {
 					key[k] = '#'
 				}
 			}
-			want := mb.add(r.agg, r.key, r.t, r.v)
+			want := mb.addRec(r)
 			if ub != nil {
-				ub.add(r.agg, r.key, r.t, r.v)
+				ub.addRec(r)
 			}
 			if got < numVerdicts {
 				tally[got]++
 			}
 			if opt.trace != nil {
-				trace("  rec %d: agg%d key=%q t=%s v=%g -> model %v, engine %v", j, r.agg, r.key, tf.t(r.t), r.v, want, got)
+				trace("  rec %d: agg%d key=%q t=%s v=%g weight=%d -> model %v, engine %v", j, r.agg, r.key, tf.t(r.t), r.v, r.weight(), want, got)
 			}
 			if got != want {
 				var fates []string
@@ -604,7 +631,7 @@ func runScenario(sc *scenario, opt runOptions) *runFailure {
 					j, r.agg, r.key, tf.t(r.t), r.v, got, want, tf.t(mb.watermarkOrInf()), strings.Join(fates, " ")))
 			}
 			if rb != nil {
-				if rv := addOne(rb, r.agg, []byte(r.key), r.t, r.v); rv != got {
+				if rv := addRec(rb, &r, []byte(r.key)); rv != got {
 					lines = append(lines, fmt.Sprintf("  record %d: verdict %v, the uninterrupted engine said %v", j, got, rv))
 				}
 			}
@@ -839,7 +866,11 @@ func describeScenario(sc *scenario) string {
 			if sc.cfg.perSource && newSource(op.recs, j) {
 				fmt.Fprintf(&b, " SetSource(%q)", r.src)
 			}
-			fmt.Fprintf(&b, " record(%d, %q, %s, %g)", r.agg, r.key, tf.t(r.t), r.v)
+			fmt.Fprintf(&b, " record(%d, %q, %s, %g", r.agg, r.key, tf.t(r.t), r.v)
+			if r.w > 1 {
+				fmt.Fprintf(&b, ", weight %d", r.w)
+			}
+			b.WriteString(")")
 		}
 		fmt.Fprintf(&b, " End()")
 		if op.snapBeforeCollect {

@@ -39,6 +39,10 @@ package stream
 //   - Sum, ValueCount, Min, Max, Avg, Quantiles and Hist cover the finite values only. Quantile q of the n
 //     sorted finite values is the nearest-rank one, x_(ceil(q*n)-1) (see quantileIndex); the engine's
 //     estimate must be within 1% of it.
+//   - A record of weight w stands for w records of its value: it adds w to Count, ValueCount and the
+//     histogram's count, w*v to Sum; Avg is the weighted mean and quantile q the value at rank
+//     ceil(q*n)-1 of the values each repeated w times (n their total weight); Min and Max are
+//     unchanged.
 //
 // Collect is called after every batch, which makes the model exact.
 //
@@ -112,7 +116,11 @@ type refRec struct {
 	t   int64
 	v   float64
 	src string // per_source: the record's source
+	w   uint32 // weight: the records it stands for; 0 means 1, as for stream.Record
 }
+
+// weight returns the records r stands for.
+func (r *refRec) weight() uint64 { return uint64(max(r.w, 1)) }
 
 type refWinID struct {
 	agg   int
@@ -160,7 +168,7 @@ type refModel struct {
 
 	recs  []refRec
 	wins  map[refWinID]*refWin // windows holding data and not discarded
-	added map[refWinID]uint64  // records ever added, per window (discarded ones too)
+	added map[refWinID]uint64  // records ever added, weighted, per window (discarded ones too)
 
 	pending []firingRec // firings made since the last Collect
 
@@ -333,7 +341,13 @@ func (b *refBatch) windowFate(start int64) Verdict {
 }
 
 func (b *refBatch) add(agg int, key string, t int64, v float64) Verdict {
+	return b.addRec(refRec{agg: agg, key: key, t: t, v: v})
+}
+
+// addRec adds record r, of its weight, and returns its verdict.
+func (b *refBatch) addRec(r refRec) Verdict {
 	m := b.m
+	agg, key, t := r.agg, r.key, r.t
 	if t <= 0 {
 		return Invalid
 	}
@@ -353,13 +367,13 @@ func (b *refBatch) add(agg int, key string, t int64, v float64) Verdict {
 		return Expired
 	}
 	i := len(m.recs)
-	m.recs = append(m.recs, refRec{agg: agg, key: key, t: t, v: v})
+	m.recs = append(m.recs, r)
 	for _, s := range onTime {
-		w := m.window(refWinID{agg, key, s})
+		w := m.window(refWinID{agg, key, s}, r.weight())
 		w.all = append(w.all, i)
 	}
 	for _, s := range late {
-		w := m.window(refWinID{agg, key, s})
+		w := m.window(refWinID{agg, key, s}, r.weight())
 		w.all = append(w.all, i)
 		w.late = append(w.late, i)
 	}
@@ -381,8 +395,9 @@ func (b *refBatch) add(agg int, key string, t int64, v float64) Verdict {
 	return OnTime
 }
 
-func (m *refModel) window(id refWinID) *refWin {
-	m.added[id]++
+// window returns window id, counting a record of weight n as added to it.
+func (m *refModel) window(id refWinID, n uint64) *refWin {
+	m.added[id] += n
 	w := m.wins[id]
 	if w == nil {
 		w = &refWin{}
@@ -510,30 +525,34 @@ func (m *refModel) fire(out []firingRec, id refWinID, w *refWin, late bool) []fi
 	if late {
 		part = w.late
 	}
-	f.Count = uint64(len(part))
 	for _, i := range part {
-		if v := m.recs[i].v; finite(v) {
-			f.Sum += v
-			f.ValueCount++
-			f.absSum += math.Abs(v)
+		r := &m.recs[i]
+		n := r.weight()
+		f.Count += n
+		if finite(r.v) {
+			f.Sum += float64(n) * r.v
+			f.ValueCount += n
+			f.absSum += float64(n) * math.Abs(r.v)
 		}
 	}
-	var vals []float64
+	var vals []weighted
 	var wholeSum float64
 	for _, i := range w.all {
-		if v := m.recs[i].v; finite(v) {
-			vals = append(vals, v)
-			wholeSum += v
-			f.wholeAbsSum += math.Abs(v)
+		r := &m.recs[i]
+		if finite(r.v) {
+			n := r.weight()
+			vals = append(vals, weighted{r.v, n})
+			wholeSum += float64(n) * r.v
+			f.wholeAbsSum += float64(n) * math.Abs(r.v)
+			f.WindowValueCount += n
 		}
 	}
-	sort.Float64s(vals)
-	f.WindowValueCount = uint64(len(vals))
-	if n := len(vals); n > 0 {
+	sort.Slice(vals, func(i, j int) bool { return vals[i].v < vals[j].v })
+	if n := f.WindowValueCount; n > 0 {
 		f.Avg = wholeSum / float64(n)
-		f.Min, f.Max = vals[0], vals[n-1]
+		f.Min, f.Max = vals[0].v, vals[len(vals)-1].v
 		for _, q := range a.Quantiles {
-			f.Quantiles = append(f.Quantiles, vals[quantileIndex(q, n)])
+			f.Quantiles = append(f.Quantiles, weightedRank(vals, uint64(quantileIndex(q, int(n)))))
 		}
 	}
 	if a.Histogram {
@@ -541,6 +560,23 @@ func (m *refModel) fire(out []firingRec, id refWinID, w *refWin, late bool) []fi
 		f.HistCount, f.HistSum, f.HistBuckets = f.ValueCount, f.Sum, f.ValueCount
 	}
 	return append(out, f)
+}
+
+// weighted is a value and the records it stands for.
+type weighted struct {
+	v float64
+	n uint64
+}
+
+// weightedRank returns the value at 0-based rank k of vals, sorted by value, each repeated n times.
+func weightedRank(vals []weighted, k uint64) float64 {
+	for _, x := range vals {
+		if k < x.n {
+			return x.v
+		}
+		k -= x.n
+	}
+	panic("model: rank beyond the values' weight")
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -851,6 +887,26 @@ func TestReferenceModelSelfCheck(t *testing.T) {
 	if len(all) != 3 || all[0].Count != 3 || all[0].Late || all[1].Count != 1 || all[2].Count != 1 {
 		t.Fatalf("FireAll: %+v", all)
 	}
+	// weights: a record of weight 3 stands for three of its value. The windows [80, 110), [90, 120)
+	// and [100, 130) each hold 10×3 and 1: count 4, sum 31, avg 7.75; the values repeated, 1 10 10 10:
+	// p50 is rank ceil(0.5×4)−1 = 1, 10.
+	m = newRefModel(c)
+	b = m.begin(now)
+	b.addRec(refRec{agg: 0, key: "w", t: 105 * s, v: 10, w: 3})
+	b.addRec(refRec{agg: 0, key: "w", t: 106 * s, v: 1})
+	b.addRec(refRec{agg: 0, key: "w", t: 135 * s, v: 1}) // W = 135: [100, 130) fires
+	b.end()
+	got = m.collect(now)
+	if len(got) != 3 {
+		t.Fatalf("weighted firings: %+v", got)
+	}
+	for i, f := range got {
+		if f.Start != int64(80+10*i)*s || f.Count != 4 || f.ValueCount != 4 || f.Sum != 31 || f.Avg != 7.75 ||
+			f.Min != 1 || f.Max != 10 || f.Quantiles[0] != 10 {
+			t.Fatalf("weighted firing %d: %+v", i, f)
+		}
+	}
+
 	// idle rule
 	c2 := &modelConfig{size: 10 * time.Second, idle: 10 * time.Second, ooo: 2 * time.Second, skew: time.Minute, aggs: []Aggregation{{}}}
 	m = newRefModel(c2)

@@ -6,16 +6,18 @@ import (
 )
 
 // totals are the scalar aggregates of a set of records (a pane's, a series' head's or a window's): their
-// count, and the count, sum, min and max of their finite values.
+// count, and the count, sum, min and max of their finite values. A record of weight n counts as n
+// records of its value.
 type totals struct {
-	count      uint64  // records
-	valueCount uint64  // records with a finite value
-	sum        float64 // of the values
+	count      uint64  // records, weighted
+	valueCount uint64  // records with a finite value, weighted
+	sum        float64 // of the values, each times its weight
 	min, max   float64 // of the values; meaningful when valueCount > 0
 }
 
-func (t *totals) add(v float64, hasValue bool) {
-	t.count++
+// add counts a record of value v and weight n; hasValue says v is finite.
+func (t *totals) add(v float64, hasValue bool, n uint64) {
+	t.count += n
 	if !hasValue {
 		return
 	}
@@ -27,8 +29,8 @@ func (t *totals) add(v float64, hasValue bool) {
 	if t.valueCount == 0 || v > t.max {
 		t.max = v
 	}
-	t.valueCount++
-	t.sum += v
+	t.valueCount += n
+	t.sum += v * float64(n) // exact for n = 1: an unweighted record's sum is what adding v makes
 }
 
 func (t *totals) merge(o *totals) {
@@ -80,14 +82,14 @@ func newPaneExemplars(size int) *paneExemplars {
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
 
-// addLate puts a record that is late for a fired window of this pane into its totals and its delta,
-// and the value into the delta's sketch; the caller inserts the value into the pane's own sketch (see
-// shard.add). On-time records go to the series' head, not here.
-func (p *pane) addLate(v float64, hasValue bool) {
-	p.total.add(v, hasValue)
-	p.delta.add(v, hasValue)
+// addLate puts a record of weight n that is late for a fired window of this pane into its totals and
+// its delta, and the value into the delta's sketch; the caller inserts the value into the pane's own
+// sketch (see shard.add). On-time records go to the series' head, not here.
+func (p *pane) addLate(v float64, hasValue bool, n uint64) {
+	p.total.add(v, hasValue, n)
+	p.delta.add(v, hasValue, n)
 	if hasValue && p.deltaHist != nil {
-		p.deltaHist.Insert(v)
+		p.deltaHist.InsertN(v, n)
 	}
 }
 

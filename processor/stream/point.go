@@ -40,6 +40,9 @@ type accrual struct {
 	foldHist   *sketch.Histogram
 	foldCounts []uint64
 	foldEx     *exemplar.Reservoir // with Aggregation.Exemplars, made on first use
+	// foldFirst is the start of the earliest pane of a record in fold (while fold holds any): the
+	// data of a cumulative series' first point may have come late, and its panes be gone by then.
+	foldFirst int64
 
 	cum       totals
 	cumHist   *sketch.Histogram
@@ -73,10 +76,14 @@ func (s *series) accrualOf() *accrual {
 	return s.ac
 }
 
-// foldLate adds a late record's value to what the series' next point carries.
-func (s *series) foldLate(v float64, hasValue bool, a *Aggregation) {
+// foldLate adds the value of a late record of weight n, of the pane starting at start, to what the
+// series' next point carries.
+func (s *series) foldLate(v float64, hasValue bool, n uint64, start int64, a *Aggregation) {
 	ac := s.accrualOf()
-	ac.fold.add(v, hasValue)
+	if ac.fold.count == 0 || start < ac.foldFirst {
+		ac.foldFirst = start
+	}
+	ac.fold.add(v, hasValue, n)
 	if !hasValue {
 		return
 	}
@@ -84,13 +91,13 @@ func (s *series) foldLate(v float64, hasValue bool, a *Aggregation) {
 		if ac.foldHist == nil {
 			ac.foldHist = newSketch()
 		}
-		ac.foldHist.Insert(v)
+		ac.foldHist.InsertN(v, n)
 	}
 	if a.Bounds != nil {
 		if ac.foldCounts == nil {
 			ac.foldCounts = make([]uint64, a.buckets())
 		}
-		ac.foldCounts[bucketOf(a.Bounds, v)]++
+		ac.foldCounts[bucketOf(a.Bounds, v)] += n
 	}
 }
 
@@ -188,7 +195,9 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 		}
 	}
 	ac := se.ac
+	first := e - g.slide // the earliest pane of the point's data, for a cumulative series' first
 	if !late && ac.folded() {
+		first = min(first, ac.foldFirst)
 		t.merge(&ac.fold)
 		if ex != nil && ac.foldEx != nil {
 			ex.Merge(ac.foldEx)
@@ -207,7 +216,9 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 	if g.cumulative {
 		ac = se.accrualOf()
 		if !ac.started {
-			ac.started, ac.start = true, se.firstDataStart(e, g)
+			// The start of the first window of the point's data: read from what the point takes,
+			// never from the panes still held, which a late record's may have left already.
+			ac.started, ac.start = true, first+g.slide-g.size
 			if a.Histogram {
 				ac.cumHist = newSketch()
 			}
@@ -240,14 +251,4 @@ func byTime(a, b exemplar.Exemplar) int {
 		return c
 	}
 	return cmp.Compare(a.Value, b.Value)
-}
-
-// firstDataStart returns the start of the first window holding the series' oldest data, for its first
-// cumulative point at window end e.
-func (s *series) firstDataStart(e int64, g *windowing) int64 {
-	first := e - g.slide
-	if len(s.panes) > 0 {
-		first = min(first, s.panes[0].start)
-	}
-	return first + g.slide - g.size
 }

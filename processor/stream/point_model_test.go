@@ -19,7 +19,11 @@ import (
 //     another;
 //   - delta points cover one slide each; cumulative points carry the running totals from a start
 //     that stays the same while the series lives, at every window end until series_expiration has
-//     passed since its newest data;
+//     passed since its newest data; the start is that of the first window holding a record of the
+//     life's first point, however the record came (on time, late and folded, or folded after its
+//     panes were gone);
+//   - records weigh from 1 to about a million (genWeight): a record of weight w counts as w records
+//     of its value in the counts, sums and buckets;
 //   - with late firings that revise, every accepted record is in exactly one point;
 //   - the first aggregation keeps pointExemplars exemplars: those of a point are records of that
 //     point (cumulative: of those added since the previous point), as many as it has values up to
@@ -63,20 +67,26 @@ type pointContent struct {
 	sum, sumAbs       float64
 	buckets           []uint64
 	recs              []uint64 // the records with a value and a span, by number (see spanOf)
+	firstT            int64    // the earliest event time of its records, when count > 0
 }
 
-// add counts a record of value v, record number rec (0: no span).
-func (c *pointContent) add(v float64, rec uint64) {
-	c.count++
+// add counts record r, record number rec (0: no span), at its weight.
+func (c *pointContent) add(r *refRec, rec uint64) {
+	if c.count == 0 || r.t < c.firstT {
+		c.firstT = r.t
+	}
+	n := r.weight()
+	c.count += n
+	v := r.v
 	if !finite(v) {
 		return
 	}
 	if rec != 0 {
 		c.recs = append(c.recs, rec)
 	}
-	c.valueCount++
-	c.sum += v
-	c.sumAbs += math.Abs(v)
+	c.valueCount += n
+	c.sum += float64(n) * v
+	c.sumAbs += float64(n) * math.Abs(v)
 	if c.buckets == nil {
 		c.buckets = make([]uint64, len(pointBounds)+1)
 	}
@@ -84,7 +94,7 @@ func (c *pointContent) add(v float64, rec uint64) {
 	for i < len(pointBounds) && v > pointBounds[i] {
 		i++
 	}
-	c.buckets[i]++
+	c.buckets[i] += n
 }
 
 type seriesID struct {
@@ -111,6 +121,7 @@ func TestPointsFollowTheContract(t *testing.T) {
 		c.aggs = slices.Clone(c.aggs)
 		c.aggs[0].Bounds = pointBounds
 		c.aggs[0].Exemplars = pointExemplars
+		c.weights = true
 		for _, mode := range pointModes {
 			t.Run(c.name+"/"+mode.name, func(t *testing.T) {
 				t.Parallel()
@@ -162,16 +173,16 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 	bad := func(id seriesID, format string, args ...any) {
 		problems = append(problems, fmt.Sprintf("agg%d %q: ", id.agg, id.key)+fmt.Sprintf(format, args...))
 	}
-	expect := func(id seriesID, end, dend int64, v float64) {
+	expect := func(id seriesID, end, dend int64, r *refRec) {
 		if want[id] == nil {
 			want[id], dataEnd[id] = map[int64]*pointContent{}, map[int64]int64{}
 		}
 		if want[id][end] == nil {
 			want[id][end] = &pointContent{}
 		}
-		want[id][end].add(v, spanned)
+		want[id][end].add(r, spanned)
 		dataEnd[id][end] = max(dataEnd[id][end], dend)
-		accepted[id]++
+		accepted[id] += r.weight()
 	}
 	got := map[seriesID][]gotPoint{}
 	atFireAll := false
@@ -225,7 +236,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 		mb := m.begin(op.batchNow)
 		wb := mb.watermarkOrInf()
 		for j, r := range op.recs {
-			vd := mb.add(r.agg, r.key, r.t, r.v)
+			vd := mb.addRec(r)
 			recs = append(recs, r)
 			spanned = uint64(len(recs))
 			if spanned%5 == 0 {
@@ -235,7 +246,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 				}
 			}
 			if b.Check(r.t) == OnTime {
-				rec := Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Value: r.v, Tag: int32(j)}
+				rec := Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Value: r.v, Tag: int32(j), Weight: r.w}
 				if spanned != 0 {
 					rec.TraceID, rec.SpanID = spanOf(spanned)
 				}
@@ -247,11 +258,11 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 			switch {
 			case vd != OnTime && vd != LateUpdate:
 			case se > wb:
-				expect(id, se, se, r.v) // its own slide's point is still to come
+				expect(id, se, se, &r) // its own slide's point is still to come
 			case vd == LateUpdate && !mode.fold && se+lateness > wb:
-				expect(id, se, se, r.v) // a late firing of its own slide
+				expect(id, se, se, &r) // a late firing of its own slide
 			default:
-				expect(id, next, se, r.v)
+				expect(id, next, se, &r)
 			}
 		}
 		b.Apply(func(int32, Verdict, int64) {})
@@ -370,6 +381,13 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 				}
 				if newLife {
 					run = pointContent{} // the totals start again
+				}
+			}
+			if w := want[id][p.end]; (i == 0 || p.start != ps[i-1].start) && w != nil {
+				// A life's first point: its start is that of the first window of its earliest record.
+				if first := floorDiv(w.firstT, slide)*slide + slide - size; p.start != first {
+					bad(id, "the first cumulative point of a life, at %s, starts at %s; its earliest record, at %s, is first in the window starting at %s",
+						tf.t(p.end), tf.t(p.start), tf.t(w.firstT), tf.t(first))
 				}
 			}
 			if w := want[id][p.end]; w != nil {

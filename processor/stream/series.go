@@ -122,18 +122,25 @@ func (s *series) putHead(sh *shard) {
 	s.head, s.headHist = totals{}, nil
 }
 
-// addToHead adds a record to the series' head; hasValue says v is finite.
+// addToHead adds a record of weight n to the series' head; hasValue says v is finite.
 //
-// The value goes to pending even when the aggregation keeps no sketch, where insertValues drops it:
-// checking headHist here would read another cache line of the series for every record.
-func (s *series) addToHead(v float64, hasValue bool, sh *shard) {
-	s.head.add(v, hasValue)
-	if hasValue {
-		s.pending[s.npending&(pendingValues-1)] = v
-		s.npending++
-		if s.npending == pendingValues {
-			s.insertPending(sh)
-		}
+// The value of a record of weight 1 goes to pending even when the aggregation keeps no sketch, where
+// insertValues drops it: checking headHist here would read another cache line of the series for
+// every record. A weighted value is inserted at once, with its count.
+func (s *series) addToHead(v float64, hasValue bool, n uint64, sh *shard) {
+	s.head.add(v, hasValue, n)
+	if !hasValue {
+		return
+	}
+	if n != 1 {
+		p := s.paneAt(s.headStart)
+		s.insertValue(s.headHist, p.counts, s.headStart, v, n, sh)
+		return
+	}
+	s.pending[s.npending&(pendingValues-1)] = v
+	s.npending++
+	if s.npending == pendingValues {
+		s.insertPending(sh)
 	}
 }
 
@@ -164,6 +171,21 @@ func (s *series) insertValues(h *sketch.Histogram, start int64, vs []float64, si
 		for _, v := range vs {
 			s.acc.Insert(v)
 		}
+	}
+}
+
+// insertValue inserts value v of the pane starting at start, counted n times, into h (the pane's
+// sketch, or nil) and into acc if the pane is in acc's range, and counts it in counts (the pane's
+// explicit buckets, or nil).
+func (s *series) insertValue(h *sketch.Histogram, counts []uint64, start int64, v float64, n uint64, sh *shard) {
+	if h != nil {
+		h.InsertN(v, n)
+		if s.inAcc(start, sh.g.size) {
+			s.acc.InsertN(v, n)
+		}
+	}
+	if counts != nil {
+		counts[bucketOf(sh.aggs[s.agg].Bounds, v)] += n
 	}
 }
 

@@ -53,13 +53,14 @@ func (s *shard) observe(w int64) int64 {
 	return s.applied
 }
 
-// addExisting puts the value of a record of aggregation agg in pane p into the series key (hash h),
-// judged against the shard's watermark w, and says what became of it and the series (nil for an
-// expired record). ok is false, and nothing was done, when the series does not exist: Apply creates
-// series after the rest, in the order of their records, so that the first to come get the max_series
-// slots. The caller offers the record's exemplar, if it has one, to the series (addExemplar): the
-// hot path of an engine without exemplars does nothing more than it did without them.
-func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v float64) (vd Verdict, se *series, ok bool) {
+// addExisting puts the value of a record of aggregation agg and weight n in pane p into the series key
+// (hash h), judged against the shard's watermark w, and says what became of it and the series (nil
+// for an expired record). ok is false, and nothing was done, when the series does not exist: Apply
+// creates series after the rest, in the order of their records, so that the first to come get the
+// max_series slots. The caller offers the record's exemplar, if it has one, to the series
+// (addExemplar): the hot path of an engine without exemplars does nothing more than it did without
+// them.
+func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v float64, n uint64) (vd Verdict, se *series, ok bool) {
 	vd = s.g.classify(p, w)
 	if vd == Expired {
 		return vd, nil, true
@@ -68,15 +69,15 @@ func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v f
 	if se == nil {
 		return vd, nil, false
 	}
-	s.addValue(se, p, v, vd)
+	s.addValue(se, p, v, n, vd)
 	return vd, se, true
 }
 
 // addOrCreate is addExisting that creates a missing series, with the record's exemplar ex (nil:
 // none). full reports that the aggregation already holds max_series: the record is for the overflow
 // series, and nothing was done.
-func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v float64, ex *exemplar.Exemplar) (vd Verdict, full bool) {
-	vd, se, ok := s.addExisting(w, agg, h, key, p, v)
+func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v float64, n uint64, ex *exemplar.Exemplar) (vd Verdict, full bool) {
+	vd, se, ok := s.addExisting(w, agg, h, key, p, v, n)
 	if ok {
 		if se != nil && ex != nil {
 			s.addExemplar(se, p, v, vd, ex)
@@ -97,16 +98,16 @@ func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v f
 	se.setKey(key)
 	s.table.insert(se)
 	s.list = append(s.list, se)
-	s.add(se, p, v, vd, ex)
+	s.add(se, p, v, n, vd, ex)
 	return vd, false
 }
 
-// addOverflow puts a record of aggregation agg in pane p into its overflow series (on the engine's
-// overflow shard), judged against w.
-func (s *shard) addOverflow(w int64, agg int, p int64, v float64, ex *exemplar.Exemplar) Verdict {
+// addOverflow puts a record of aggregation agg and weight n in pane p into its overflow series (on the
+// engine's overflow shard), judged against w.
+func (s *shard) addOverflow(w int64, agg int, p int64, v float64, n uint64, ex *exemplar.Exemplar) Verdict {
 	vd := s.g.classify(p, w)
 	if vd != Expired {
-		s.add(s.overflowSeries(agg), p, v, vd, ex)
+		s.add(s.overflowSeries(agg), p, v, n, vd, ex)
 	}
 	return vd
 }
@@ -142,32 +143,32 @@ func (s *shard) release(se *series) {
 	se.panes, se.acc, se.ac = nil, nil, nil
 }
 
-// add puts a record of pane start, judged as verdict, with its exemplar ex (nil: none), into series
-// se: the value (addValue), then the exemplar where the value went (addExemplar).
-func (s *shard) add(se *series, start int64, v float64, verdict Verdict, ex *exemplar.Exemplar) {
-	s.addValue(se, start, v, verdict)
+// add puts a record of pane start and weight n, judged as verdict, with its exemplar ex (nil: none),
+// into series se: the value (addValue), then the exemplar where the value went (addExemplar).
+func (s *shard) add(se *series, start int64, v float64, n uint64, verdict Verdict, ex *exemplar.Exemplar) {
+	s.addValue(se, start, v, n, verdict)
 	if ex != nil {
 		s.addExemplar(se, start, v, verdict, ex)
 	}
 }
 
-// addValue puts a record of pane start, judged as verdict, into series se. A NaN or infinite v is
-// counted but left out of the value aggregates.
+// addValue puts a record of pane start and weight n (n records of value v: see totals), judged as
+// verdict, into series se. A NaN or infinite v is counted but left out of the value aggregates.
 //
 // An on-time record goes to the series' head (see series.head), which its pane becomes if it is not
 // already. A late one, rare, goes to its pane at once, for the windows that have not fired yet, and
 // either to what the series' next point folds in or to the delta that its late firing reports.
-func (s *shard) addValue(se *series, start int64, v float64, verdict Verdict) {
+func (s *shard) addValue(se *series, start int64, v float64, n uint64, verdict Verdict) {
 	hasValue := !math.IsNaN(v) && !math.IsInf(v, 0)
 	if verdict != LateUpdate {
 		if se.head.count == 0 || se.headStart != start {
 			se.takeHead(start, s)
 		}
-		se.addToHead(v, hasValue, s)
+		se.addToHead(v, hasValue, n, s)
 		if start+s.g.slide <= s.applied {
 			// On time for a window still to fire, after the point of its own slide: the series'
 			// next point takes it.
-			se.foldLate(v, hasValue, &s.aggs[se.agg])
+			se.foldLate(v, hasValue, n, start, &s.aggs[se.agg])
 		}
 		return
 	}
@@ -181,26 +182,23 @@ func (s *shard) addValue(se *series, start int64, v float64, verdict Verdict) {
 	a := &s.aggs[se.agg]
 	p := se.pane(start, s)
 	if hasValue {
-		se.insertValues(p.hist, start, []float64{v}, s.g.size)
-		if a.Bounds != nil {
-			p.counts[bucketOf(a.Bounds, v)]++
-		}
+		se.insertValue(p.hist, p.counts, start, v, n, s)
 	}
 	if s.g.fold {
-		p.total.add(v, hasValue)
-		se.foldLate(v, hasValue, a)
+		p.total.add(v, hasValue, n)
+		se.foldLate(v, hasValue, n, start, a)
 		return
 	}
-	p.addLate(v, hasValue)
+	p.addLate(v, hasValue, n)
 	if hasValue && a.Bounds != nil {
 		if p.deltaCounts == nil {
 			p.deltaCounts = s.pool.getCounts(a.buckets())
 		}
-		p.deltaCounts[bucketOf(a.Bounds, v)]++
+		p.deltaCounts[bucketOf(a.Bounds, v)] += n
 	}
 	if s.g.expired(start+s.g.slide, s.applied) {
 		// The window of the record's own slide can no longer fire late: its point is the next one.
-		se.foldLate(v, hasValue, a)
+		se.foldLate(v, hasValue, n, start, a)
 	}
 	s.dirty = true
 }

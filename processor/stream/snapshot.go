@@ -3,7 +3,6 @@ package stream
 import (
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
@@ -11,12 +10,15 @@ import (
 
 // The snapshot format: magic, version, then the configuration it was taken under (a snapshot only
 // restores into an engine with the same window geometry and aggregations), the watermark, the series
-// with their panes, and the results not yet collected. Version 4 added exemplars, which are not part
-// of the configuration: a snapshot restores into an engine that keeps more, fewer or none, and the
-// exemplars restored are what reservoirs of the engine's size would have kept of them.
+// with their panes, and the results not yet collected. Counts are weighted (see totals). Exemplars
+// are not part of the configuration: a snapshot restores into an engine that keeps more, fewer or
+// none, and the exemplars restored are what reservoirs of the engine's size would have kept of them.
+//
+// There is one format: a snapshot of another version does not restore (no release has been made that
+// would have left one behind).
 const (
 	snapshotMagic   = "WAGS"
-	snapshotVersion = 4
+	snapshotVersion = 5
 )
 
 // errSnapshotMismatch says that a snapshot was taken under another configuration.
@@ -151,6 +153,7 @@ func encodeSeries(enc *encoder, se *series) {
 	encodeTotals(enc, &ac.fold)
 	encodeSketch(enc, ac.foldHist)
 	encodeCounts(enc, ac.foldCounts)
+	enc.varint(ac.foldFirst)
 	encodeTotals(enc, &ac.cum)
 	encodeSketch(enc, ac.cumHist)
 	encodeCounts(enc, ac.cumCounts)
@@ -221,25 +224,19 @@ func (e *Engine) Restore(b []byte) error {
 	}
 	d := &decoder{b: b[len(snapshotMagic):]}
 	version := d.uvarint()
-	if d.err == nil && (version < 1 || version > snapshotVersion) {
-		return fmt.Errorf("snapshot format version %d, this build reads versions 1 to %d", version, snapshotVersion)
+	if d.err == nil && version != snapshotVersion {
+		return fmt.Errorf("snapshot format version %d, this build reads version %d", version, snapshotVersion)
 	}
-	if err := e.checkConfig(d, version); err != nil {
+	if err := e.checkConfig(d); err != nil {
 		return err
 	}
 	wst := watermarkState{event: d.varint(), floor: d.varint(), high: d.varint()}
 	w := d.varint()
-	if version < 2 {
-		wst.high = w // version 1 kept the wall time of the last accept here, which a restore replaces
-	}
 	inRange := func(v int64) bool { return v >= minTime && v <= maxTime }
 	if d.err == nil && !(inRange(w) && inRange(wst.event) && inRange(wst.floor) && inRange(wst.high) && wst.high <= w) {
 		d.fail()
 	}
-	nSources := 0 // version 1 had no sources
-	if version >= 2 {
-		nSources = d.count(2)
-	}
+	nSources := d.count(2)
 	for range nSources {
 		src := sourceState{key: string(d.raw()), maxEvent: d.varint()}
 		if d.err == nil && !inRange(src.maxEvent) {
@@ -255,7 +252,7 @@ func (e *Engine) Restore(b []byte) error {
 	active := make([]int64, len(e.aggs))
 	nSeries := d.count(4)
 	for range nSeries {
-		se := e.decodeSeries(d, version)
+		se := e.decodeSeries(d)
 		if d.err != nil {
 			break
 		}
@@ -280,7 +277,7 @@ func (e *Engine) Restore(b []byte) error {
 	}
 	nResults := d.count(8)
 	for range nResults {
-		e.decodeResult(d, overflow.pending.next(), version)
+		e.decodeResult(d, overflow.pending.next())
 	}
 	if d.err != nil {
 		return d.err
@@ -311,7 +308,7 @@ func (s *shard) adopt(se *series) {
 	}
 }
 
-func (e *Engine) checkConfig(d *decoder, version uint64) error {
+func (e *Engine) checkConfig(d *decoder) error {
 	size, slide, lateness := d.varint(), d.varint(), d.varint()
 	n := d.count(2)
 	if d.err != nil {
@@ -334,14 +331,6 @@ func (e *Engine) checkConfig(d *decoder, version uint64) error {
 				return errSnapshotMismatch
 			}
 		}
-	}
-	if version < 3 {
-		// Before version 3 every engine made delta points with late firings that revise, and had no
-		// explicit buckets.
-		if e.g.cumulative || e.g.fold || slices.ContainsFunc(e.aggs, func(a Aggregation) bool { return a.Bounds != nil }) {
-			return errSnapshotMismatch
-		}
-		return d.err
 	}
 	cumulative, fold, expiration := d.bool(), d.bool(), d.varint()
 	if d.err != nil {
@@ -419,7 +408,7 @@ func readSketch(d *decoder) *sketch.Histogram {
 	return h
 }
 
-func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
+func (e *Engine) decodeSeries(d *decoder) *series {
 	se := &series{agg: int32(d.index(len(e.aggs)))}
 	se.overflow = d.bool()
 	se.setKey(d.raw()) // setKey copies
@@ -428,9 +417,6 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 	}
 	a := &e.aggs[se.agg]
 	n := d.count(20)
-	if n == 0 && version < 3 {
-		d.fail() // a held series always had a pane
-	}
 	nb := a.buckets() // the bucket counts a pane or accrual may hold
 	for range n {
 		p := pane{start: d.varint()}
@@ -438,16 +424,14 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 		decodeTotals(d, &p.delta)
 		p.hist = decodeSketch(d, a.keepsSketch())
 		p.deltaHist = decodeSketch(d, a.Histogram && !e.g.fold)
-		if version >= 3 {
-			p.counts = decodeCounts(d, nb, a.Bounds == nil)
-			p.deltaCounts = decodeCounts(d, nb, true)
-		}
+		p.counts = decodeCounts(d, nb, a.Bounds == nil)
+		p.deltaCounts = decodeCounts(d, nb, true)
 		var all, delta *exemplar.Reservoir // where the saved exemplars go; nil: dropped
 		if a.Exemplars > 0 {
 			p.ex = newPaneExemplars(a.Exemplars)
 			all, delta = &p.ex.all, &p.ex.delta
 		}
-		if version >= 4 && d.bool() {
+		if d.bool() {
 			decodeExemplars(d, all)
 			decodeExemplars(d, delta)
 		}
@@ -460,16 +444,17 @@ func (e *Engine) decodeSeries(d *decoder, version uint64) *series {
 		}
 		se.panes = append(se.panes, p)
 	}
-	if version >= 3 && d.bool() {
+	if d.bool() {
 		ac := &accrual{}
 		decodeTotals(d, &ac.fold)
 		ac.foldHist = decodeOptionalSketch(d, a.Histogram)
 		ac.foldCounts = decodeCounts(d, nb, true)
+		ac.foldFirst = d.varint()
 		decodeTotals(d, &ac.cum)
 		ac.cumHist = decodeOptionalSketch(d, a.Histogram)
 		ac.cumCounts = decodeCounts(d, nb, true)
 		ac.start, ac.lastEnd, ac.started = d.varint(), d.varint(), d.bool()
-		if version >= 4 && d.bool() {
+		if d.bool() {
 			if a.Exemplars > 0 {
 				ac.foldEx = exemplar.New(a.Exemplars)
 			}
@@ -496,7 +481,7 @@ func decodeOptionalSketch(d *decoder, allowed bool) *sketch.Histogram {
 	return readSketch(d)
 }
 
-func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
+func (e *Engine) decodeResult(d *decoder, r *Result) {
 	r.Agg = d.index(len(e.aggs))
 	r.Key = d.bytes()
 	r.Overflow = d.bool()
@@ -515,24 +500,8 @@ func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 		return
 	}
 	a := &e.aggs[r.Agg]
-	var h *sketch.Histogram
-	if version < 3 {
-		h = decodeSketch(d, a.Histogram)
-	} else {
-		h = decodeOptionalSketch(d, a.Histogram) // a Result with a point alone has none
-	}
-	if h != nil {
+	if h := decodeOptionalSketch(d, a.Histogram); h != nil { // a Result with a point alone has none
 		r.setHist(h)
-	}
-	if version < 3 {
-		// Before version 3 a Result was a firing of its window, and its point the window's records.
-		r.HasWindow, r.HasPoint = true, !r.late || r.Count > 0
-		r.Point = Point{Start: r.Start, Count: r.Count, ValueCount: r.ValueCount, Sum: r.Sum}
-		if r.Hist != nil {
-			r.pointSketch().CopyFrom(r.Hist)
-			r.Point.Hist = r.pointStore
-		}
-		return
 	}
 	r.HasWindow, r.HasPoint = d.bool(), d.bool()
 	pt := &r.Point
@@ -548,21 +517,19 @@ func (e *Engine) decodeResult(d *decoder, r *Result, version uint64) {
 		pt.BucketCounts = r.pointCounts(len(c))
 		copy(pt.BucketCounts, c)
 	}
-	if version >= 4 {
-		var pointEx, maxEx *exemplar.Reservoir // where the saved exemplars go; nil: dropped
-		if a.Exemplars > 0 {
-			pointEx, maxEx = exemplar.New(a.Exemplars), exemplar.New(1)
+	var pointEx, maxEx *exemplar.Reservoir // where the saved exemplars go; nil: dropped
+	if a.Exemplars > 0 {
+		pointEx, maxEx = exemplar.New(a.Exemplars), exemplar.New(1)
+	}
+	decodeExemplars(d, pointEx)
+	if d.bool() {
+		decodeExemplars(d, maxEx)
+	}
+	if a.Exemplars > 0 {
+		if pointEx.Len() > 0 {
+			pt.Exemplars = r.pointExemplars(pointEx)
 		}
-		decodeExemplars(d, pointEx)
-		if d.bool() {
-			decodeExemplars(d, maxEx)
-		}
-		if a.Exemplars > 0 {
-			if pointEx.Len() > 0 {
-				pt.Exemplars = r.pointExemplars(pointEx)
-			}
-			r.MaxExemplar, r.HasMaxExemplar = maxEx.Max()
-		}
+		r.MaxExemplar, r.HasMaxExemplar = maxEx.Max()
 	}
 	if pt.ValueCount > pt.Count {
 		d.fail()

@@ -132,7 +132,7 @@ func runSnapshotStress(t *testing.T, perSource bool) {
 					tally.mu.Unlock()
 					for j := lo; j < hi; j++ {
 						r := recs[j]
-						got[j-lo] = b.stage(r.agg, []byte(r.key), r.t, r.v, int32(j-lo))
+						got[j-lo] = stageRec(b, &r, []byte(r.key), int32(j-lo))
 					}
 					b.Apply(func(tag int32, vd Verdict, _ int64) { got[tag] = vd })
 					tally.mu.Lock()

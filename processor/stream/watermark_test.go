@@ -1,9 +1,12 @@
 package stream
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -569,47 +572,34 @@ func TestSnapshotDuringIngestRestores(t *testing.T) {
 	stop.Wait()
 }
 
-// A snapshot of format version 1 (no sources; the wall time of the last accept in place of the
-// highest W) restores, and the idle rule then counts from the restore.
-func TestVersionOneSnapshotRestores(t *testing.T) {
-	cfg := Config{Size: 10 * time.Second, IdleTimeout: 5 * time.Second, Aggregations: []Aggregation{{}}}
+// A snapshot of another format version does not restore: no release has been made, so there is one
+// format. The refusal names the version, and the engine stays empty and usable.
+func TestOtherSnapshotVersionsDoNotRestore(t *testing.T) {
+	cfg := Config{Size: 10 * time.Second, Aggregations: []Aggregation{{}}}
 	h := newHarness(t, cfg)
-	h.sbatch(srec{"", 0, "k", 995, 1}) // W = 995
-	// Version 1, written out field by field: the configuration, the four watermark varints with a
-	// wall time in the third, no source count, one series with one pane of one record at 995, no
-	// results.
-	v1 := &encoder{b: append([]byte(snapshotMagic), 1)}
-	h.e.encodeConfig(v1)
-	v1.varint(995 * sec) // greatest event time
-	v1.varint(minTime)   // floor
-	v1.varint(900 * sec) // version 1's last accept, long before the restore
-	v1.varint(995 * sec) // W
-	v1.uvarint(1)        // series
-	v1.uvarint(0)        // agg
-	v1.bool(false)       // overflow
-	v1.bytes("k")
-	v1.uvarint(1) // panes
-	v1.varint(990 * sec)
-	encodeTotals(v1, &totals{count: 1, valueCount: 1, sum: 1, min: 1, max: 1})
-	encodeTotals(v1, &totals{})
-	encodeSketch(v1, nil)
-	encodeSketch(v1, nil)
-	v1.uvarint(0) // results
-
-	h2 := newHarness(t, cfg)
-	h2.at(1010)
-	if err := h2.e.Restore(v1.b); err != nil {
-		t.Fatalf("version 1: %v", err)
+	h.sbatch(srec{"", 0, "k", 995, 1})
+	snap := h.e.Snapshot(nil)
+	if snap[len(snapshotMagic)] != snapshotVersion {
+		t.Fatalf("the version is not the byte after the magic: %v", snap[:8])
 	}
-	h2.wantW(995, "restored")
-	h2.at(1014)
-	h2.e.Collect(h2.clk.Now(), func(*Result) {})
-	h2.wantW(995, "4 s after the restore, within idle_timeout") // the downtime since 900 is not silence
-	h2.at(1016)
-	var got []fired
-	h2.e.Collect(h2.clk.Now(), windowsOnly(func(r *Result) { got = append(got, copyResult(r)) }))
-	h2.wantW(1001, "6 s after the restore: 995 + 6")
-	if len(got) != 1 || got[0].Key != "k" || got[0].Start != 990 || got[0].Count != 1 {
-		t.Fatalf("the version 1 series fired as %+v, want one firing of [990, 1000) with its record", got)
+	for _, v := range []byte{1, 3, 4, snapshotVersion + 1} {
+		other := slices.Clone(snap)
+		other[len(snapshotMagic)] = v
+		h2 := newHarness(t, cfg)
+		err := h2.e.Restore(other)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("version %d", v)) {
+			t.Fatalf("a version %d snapshot: Restore returned %v, want a refusal naming the version", v, err)
+		}
+		h2.sbatch(srec{"", 0, "k", 995, 1})
+		h2.at(1006)
+		h2.sbatch(srec{"", 0, "k", 1005, 1}) // W = 1005: [990, 1000) fires
+		var got []fired
+		h2.e.Collect(h2.clk.Now(), windowsOnly(func(r *Result) { got = append(got, copyResult(r)) }))
+		if len(got) != 1 || got[0].Count != 1 {
+			t.Fatalf("after refusing a version %d snapshot the engine fired %+v, want its own record alone", v, got)
+		}
+	}
+	if err := newHarness(t, cfg).e.Restore(snap); err != nil {
+		t.Fatalf("this version's snapshot: %v", err)
 	}
 }
