@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
@@ -61,6 +62,16 @@ type recordView struct {
 	// outer caches lookups in the scope and resource, which every record of a scope shares: a key
 	// that records lack (service.name, say) is searched for there once per scope, not per record.
 	outer []outerValue
+
+	// The record itself (a span, or a log record), for what only weighing it reads: a span's
+	// tracestate, and the ids and times that round a fractional weight; read once per record, when
+	// an aggregation first asks.
+	span                ptrace.Span
+	log                 plog.LogRecord
+	adjusted            float64 // the span's adjusted count, once read
+	adjustedWhy         weightReason
+	hasAdjusted, seeded bool
+	seed                uint64
 }
 
 type outerValue struct {
@@ -80,6 +91,7 @@ func (r *recordView) setScope(scope, resource pcommon.Map) {
 // setSpan points the view at span sp. The kind and the status are read only when asked for: the
 // status lies in another cache line of the span (see shared.readKind).
 func (r *recordView) setSpan(sp ptrace.Span, kind, status bool) {
+	r.span, r.hasAdjusted, r.seeded = sp, false, false
 	r.attrs, r.spanName = sp.Attributes(), sp.Name()
 	if kind {
 		r.spanKind = sp.Kind()
@@ -87,6 +99,35 @@ func (r *recordView) setSpan(sp ptrace.Span, kind, status bool) {
 	if status {
 		r.status = sp.Status().Code()
 	}
+}
+
+// setLog points the view at log record lr.
+func (r *recordView) setLog(lr plog.LogRecord) {
+	r.log, r.seeded = lr, false
+	r.attrs, r.severityText = lr.Attributes(), lr.SeverityText()
+}
+
+// adjustedCount returns the span's adjusted count (see the package function), read once per span
+// through the tracestates cache.
+func (r *recordView) adjustedCount(c *traceStates) (float64, weightReason) {
+	if !r.hasAdjusted {
+		r.adjusted, r.adjustedWhy = c.adjustedCount(r.span.TraceState().AsRaw())
+		r.hasAdjusted = true
+	}
+	return r.adjusted, r.adjustedWhy
+}
+
+// weightSeed returns the record's weightSeed, drawn once per record.
+func (r *recordView) weightSeed() uint64 {
+	if !r.seeded {
+		if r.log != (plog.LogRecord{}) {
+			r.seed = weightSeed(r.log.TraceID(), r.log.SpanID(), r.log.Timestamp(), r.log.ObservedTimestamp())
+		} else {
+			r.seed = weightSeed(r.span.TraceID(), r.span.SpanID(), 0, 0)
+		}
+		r.seeded = true
+	}
+	return r.seed
 }
 
 // field returns a special key's value.
@@ -208,6 +249,8 @@ type aggregation struct {
 	unit      string
 	valueKey  keyRef // the numeric attribute, when not duration
 	hasValue  bool
+	weight    weightKind
+	weightKey keyRef    // the weight attribute, with weighAttribute
 	outputs   []emitted // in table order (see outputs.go)
 	quantiles []float64
 	histMax   int       // buckets per sign of the exponential histogram output
@@ -253,6 +296,12 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 		c.valueKey = newKeyRef(strings.TrimPrefix(a.Value, valueAttributePrefix), a.Signal)
 		c.hasValue = true
 	}
+	switch w := a.weight(); {
+	case w == weightAdjustedCountName:
+		c.weight = weighAdjustedCount
+	case strings.HasPrefix(w, valueAttributePrefix):
+		c.weight, c.weightKey = weighAttribute, newKeyRef(strings.TrimPrefix(w, valueAttributePrefix), a.Signal)
+	}
 	var err error
 	if c.outputs, c.quantiles, err = compileOutputs(a.outputs()); err != nil {
 		return nil, fmt.Errorf("aggregation %q: %w", a.Name, err)
@@ -275,7 +324,7 @@ func (c *aggregation) readsSpanFields() (kind, status bool) {
 
 // reads says whether the aggregation reads the special key f: to group by, to select, or as its value.
 func (c *aggregation) reads(f int) bool {
-	if c.hasValue && !c.duration && c.valueKey.field == f {
+	if (c.hasValue && !c.duration && c.valueKey.field == f) || (c.weight == weighAttribute && c.weightKey.field == f) {
 		return true
 	}
 	for _, k := range c.groupBy {
@@ -384,29 +433,58 @@ const (
 	valueNotNumeric
 	valueNotFinite
 	valueEndBeforeStart
+	valueNoStart
 	numValueReasons
 )
 
 var valueReasonNames = [numValueReasons]string{
 	valueMissing: "missing", valueNotNumeric: "not_numeric", valueNotFinite: "not_finite", valueEndBeforeStart: "end_before_start",
+	valueNoStart: "no_start",
 }
 
 // value returns the record's value, or NaN and the reason there is none. start and end are the span's
-// timestamps (0 for logs).
+// timestamps (0 for logs): a span without a start has no duration, however long since 1970 its end.
 func (c *aggregation) value(r *recordView, start, end uint64) (float64, valueReason) {
-	if !c.hasValue {
+	switch {
+	case !c.hasValue:
 		return math.NaN(), valueOK
+	case !c.duration:
+		return number(r, c.valueKey)
+	case start == 0:
+		return math.NaN(), valueNoStart
+	case end < start:
+		return math.NaN(), valueEndBeforeStart
 	}
-	if c.duration {
-		if end < start {
-			return math.NaN(), valueEndBeforeStart
-		}
-		return float64(end-start) / c.unitScale, valueOK
+	return float64(end-start) / c.unitScale, valueOK
+}
+
+// weigh returns the weight of the record for the aggregation, and why it is not the configured one
+// (weightOK if it is). A weight of 0 (a weight below 1, rounded down) means the record stands for no
+// record of the aggregation.
+func (c *aggregation) weigh(r *recordView, ts *traceStates) (uint32, weightReason) {
+	var w float64
+	var why weightReason
+	switch c.weight {
+	case weighNone:
+		return 1, weightOK
+	case weighAdjustedCount:
+		w, why = r.adjustedCount(ts)
+	default:
+		w, why = positiveWeight(number(r, c.weightKey))
 	}
-	if c.valueKey.field != fieldNone { // a record field such as severity.text, read as a number
-		return parseValue(r.field(c.valueKey.field))
+	if w == 1 { // unsampled, or a weight that could not be read: no rounding
+		return 1, why
 	}
-	v, _, ok := r.lookup(c.valueKey.name)
+	return roundWeight(w, r.weightSeed())
+}
+
+// number reads key k of the record as a number: an int, a double, or a string holding one; else NaN
+// and the reason.
+func number(r *recordView, k keyRef) (float64, valueReason) {
+	if k.field != fieldNone { // a record field such as severity.text, read as a number
+		return parseValue(r.field(k.field))
+	}
+	v, _, ok := r.lookup(k.name)
 	if !ok {
 		return math.NaN(), valueMissing
 	}

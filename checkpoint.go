@@ -16,14 +16,17 @@ import (
 )
 
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
-// aggregation names it was taken with, (from version 3) the service.instance.id its results carry,
-// the engine snapshot (watermark, open windows, fired results not yet collected), the result batches
-// queued for delivery, and (from version 2) a CRC-32C of all that before it, so that any damage of
-// up to 32 bits in a row, and most other damage, is detected.
+// aggregations it was taken with (see fingerprint), the service.instance.id its results carry, the
+// engine snapshot (watermark, open windows, fired results not yet collected), the result batches
+// queued for delivery, and a CRC-32C of all that before it, so that any damage of up to 32 bits in a
+// row, and most other damage, is detected.
+//
+// There is one format: a checkpoint of another version is discarded, logged and counted, like a
+// damaged one (no release has been made that would have left one behind).
 const (
 	checkpointKey     = "window_aggregator.state"
 	checkpointMagic   = "WACP"
-	checkpointVersion = 3
+	checkpointVersion = 4
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
@@ -122,34 +125,35 @@ func (c *checkpointer) restore(ctx context.Context) {
 	s.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
 }
 
-// fingerprint describes the aggregations (names, signals, filters, group_by, values, outputs), so that
-// a checkpoint is not restored into another configuration: its series keys would be read against
-// other group-by keys. fmt prints maps with sorted keys, so it is stable.
+// fingerprint describes what the state of the aggregations means (names, signals, filters, group_by,
+// values, weights, outputs), so that a checkpoint is not restored into another configuration: its
+// series keys would be read against other group-by keys, its counts be of other records or weights.
+// fmt prints maps with sorted keys, so it is stable.
 //
 // The histogram's form is left out: the engine's snapshot checks what of it is state (the explicit
-// buckets), and an exponential max_size shapes the output only. The struct below keeps the fields and
-// their order of AggregationConfig before histogram settings existed, so that checkpoints taken then
-// still restore.
+// buckets), and an exponential max_size shapes the output only. So are exemplars, which a snapshot
+// restores into any number of them.
 func (c *checkpointer) fingerprint() string {
-	//
-	// Where is printed by value: fmt prints a pointer nested in a slice as its address, which made
-	// every configuration with a where clause refuse its own checkpoints after a restart.
+	// Where is printed by value: fmt prints a pointer nested in a slice as its address, which would
+	// make every configuration with a where clause refuse its own checkpoints after a restart. The
+	// weight is the one in effect, so that writing out its default changes nothing.
 	type stateFields struct {
 		Name    string
 		Signal  string
-		Where   any
+		Where   WhereConfig
 		GroupBy []string
 		Value   string
 		Unit    string
+		Weight  string
 		Outputs []string
 	}
 	aggs := make([]stateFields, len(c.s.cfg.Aggregations))
 	for i, a := range c.s.cfg.Aggregations {
-		var where any = a.Where // <nil>, as before, when unset
+		var where WhereConfig
 		if a.Where != nil {
 			where = *a.Where
 		}
-		aggs[i] = stateFields{a.Name, a.Signal, where, a.GroupBy, a.Value, a.Unit, a.Outputs}
+		aggs[i] = stateFields{a.Name, a.Signal, where, a.GroupBy, a.Value, a.Unit, a.weight(), a.Outputs}
 	}
 	return fmt.Sprintf("%+v", aggs)
 }
@@ -223,19 +227,14 @@ func (c *checkpointer) decode(b []byte) error {
 	if len(b) < len(checkpointMagic)+1 || string(b[:len(checkpointMagic)]) != checkpointMagic {
 		return errCheckpointCorrupt
 	}
-	version := b[len(checkpointMagic)]
-	switch version {
-	case 1: // before checksums: read as it is
-	case 2, checkpointVersion:
-		n := len(b) - 4
-		if n < len(checkpointMagic)+1 || binary.LittleEndian.Uint32(b[n:]) != crc32.Checksum(b[:n], crc32c) {
-			return errCheckpointChecksum
-		}
-		b = b[:n]
-	default:
-		return fmt.Errorf("checkpoint format version %d, this build reads versions 1 to %d", version, checkpointVersion)
+	if version := b[len(checkpointMagic)]; version != checkpointVersion {
+		return fmt.Errorf("checkpoint format version %d, this build reads version %d", version, checkpointVersion)
 	}
-	b = b[len(checkpointMagic)+1:]
+	n := len(b) - 4
+	if n < len(checkpointMagic)+1 || binary.LittleEndian.Uint32(b[n:]) != crc32.Checksum(b[:n], crc32c) {
+		return errCheckpointChecksum
+	}
+	b = b[len(checkpointMagic)+1 : n]
 	next := func() ([]byte, bool) {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || n > uint64(len(b)-w) {
@@ -252,11 +251,9 @@ func (c *checkpointer) decode(b []byte) error {
 	if string(fp) != c.fingerprint() {
 		return fmt.Errorf("checkpoint was taken with aggregations %q, now configured: %q", fp, c.fingerprint())
 	}
-	var instance []byte // before version 3: none kept
-	if version >= 3 {
-		if instance, ok = next(); !ok {
-			return errCheckpointCorrupt
-		}
+	instance, ok := next()
+	if !ok {
+		return errCheckpointCorrupt
 	}
 	snap, ok := next()
 	if !ok {

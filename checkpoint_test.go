@@ -2,7 +2,10 @@ package windowaggregator
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -149,6 +152,25 @@ func TestCorruptOrUnreadableCheckpointStartsClean(t *testing.T) {
 			wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 1) // works from empty windows
 			wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restore_failed"}, 1)
 		})
+	}
+}
+
+// A checkpoint of an older format (no release has left one behind: there is one format) is
+// discarded like a damaged one, however sound its checksum: logged, counted, and the component starts
+// with empty windows.
+func TestOlderCheckpointFormatsAreDiscarded(t *testing.T) {
+	useFakeClock(t)
+	st := &memStorage{data: map[string][]byte{}}
+	_, _ = runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
+	current := st.data[checkpointKey]
+	for _, version := range []byte{1, 2, 3} {
+		old := slices.Clone(current[:len(current)-4])
+		old[len(checkpointMagic)] = version
+		st.data[checkpointKey] = binary.LittleEndian.AppendUint32(old, crc32.Checksum(old, crc32c))
+		ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 2, ms: 30}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
+		wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 1) // the record before the restart is not restored
+		wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restore_failed"}, 1)
+		wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restored"}, 0)
 	}
 }
 

@@ -89,7 +89,10 @@ type AggregationConfig struct {
 	GroupBy []string     `mapstructure:"group_by"`
 	Value   string       `mapstructure:"value"`
 	Unit    string       `mapstructure:"unit"`
-	Outputs []string     `mapstructure:"outputs"`
+	// Weight is what a record stands for: adjusted_count (spans' default: the sampling's adjusted
+	// count, from the span's tracestate), none (logs' default: 1), or attribute:<key>.
+	Weight  string   `mapstructure:"weight"`
+	Outputs []string `mapstructure:"outputs"`
 	// Histogram says what the histogram output is: exponential (the default) or explicit buckets.
 	Histogram *HistogramConfig `mapstructure:"histogram"`
 	// Exemplars attaches spans to the histogram points and the max gauge (spans only).
@@ -169,6 +172,9 @@ const (
 
 	valueDuration        = "duration"
 	valueAttributePrefix = "attribute:"
+
+	weightAdjustedCountName = "adjusted_count"
+	weightNoneName          = "none"
 )
 
 var (
@@ -343,6 +349,19 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 	default:
 		bad("value", "must be duration or attribute:<key>, got %q", a.Value)
 	}
+	switch w := a.Weight; {
+	case w == "" || w == weightNoneName:
+	case w == weightAdjustedCountName:
+		if a.Signal == signalLogs {
+			bad("weight", "adjusted_count applies to spans only (logs carry no tracestate); use none or attribute:<key>")
+		}
+	case strings.HasPrefix(w, valueAttributePrefix):
+		if strings.TrimPrefix(w, valueAttributePrefix) == "" {
+			bad("weight", "attribute: needs a key, as in attribute:sample.rate")
+		}
+	default:
+		bad("weight", "must be adjusted_count, none or attribute:<key>, got %q", w)
+	}
 	if a.Unit != "" {
 		if _, ok := unitScale[a.Unit]; !ok {
 			bad("unit", "must be one of ns, us, ms, s, got %q", a.Unit)
@@ -433,6 +452,18 @@ func (a *AggregationConfig) bucketBounds(scale float64) ([]float64, error) {
 		}
 	}
 	return bounds, nil
+}
+
+// weight returns the aggregation's weight setting, its default filled in: adjusted_count for spans,
+// none for logs.
+func (a *AggregationConfig) weight() string {
+	if a.Weight != "" {
+		return a.Weight
+	}
+	if a.Signal == signalSpans {
+		return weightAdjustedCountName
+	}
+	return weightNoneName
 }
 
 // isDuration reports whether the aggregation's value is the span duration.

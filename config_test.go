@@ -55,6 +55,13 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 	if n := (ExemplarsConfig{Enabled: true}).perPoint(); n != 5 {
 		t.Fatalf("exemplars enabled without max_per_data_point: %d a point, want 5", n)
 	}
+	if a.weight != weighAdjustedCount {
+		t.Fatalf("spans weigh by adjusted count by default; weight %v", a.weight)
+	}
+	logsAgg, err := compileAggregation(0, AggregationConfig{Name: "l", Signal: "logs"})
+	if err != nil || logsAgg.weight != weighNone {
+		t.Fatalf("logs weigh 1 by default; weight %v (%v)", logsAgg.weight, err)
+	}
 }
 
 func TestFullConfigLoads(t *testing.T) {
@@ -65,6 +72,7 @@ func TestFullConfigLoads(t *testing.T) {
 	if cfg.Window.Slide != 15*time.Second || cfg.Storage == nil || cfg.Storage.String() != "file_storage/wa" ||
 		len(cfg.Aggregations) != 4 || cfg.Aggregations[0].Where.Attributes["http.request.method"] != "GET" ||
 		cfg.Aggregations[0].Histogram.Exponential.MaxSize != 320 || cfg.Temporality != "delta" || cfg.LateFirings != "revise" ||
+		cfg.Aggregations[0].Weight != "none" || cfg.Aggregations[3].Weight != "attribute:sample.rate" ||
 		cfg.SeriesExpiration != 10*time.Minute {
 		t.Fatalf("full: %+v", cfg)
 	}
@@ -108,6 +116,9 @@ var invalidConfigs = map[string][]string{
 	"duration_on_logs":                   {"value", "spans only"},
 	"bad_value":                          {"value", `"size"`},
 	"empty_attribute_value":              {"value", "needs a key"},
+	"adjusted_count_on_logs":             {"aggregations[0] (a).weight", "spans only", "no tracestate"},
+	"bad_weight":                         {"aggregations[0] (a).weight", `"tracestate"`},
+	"empty_attribute_weight":             {"aggregations[0] (a).weight", "needs a key"},
 	"bad_unit":                           {"unit", `"minutes"`},
 	"unit_on_attribute":                  {"unit", "duration only"},
 	"bad_output":                         {"outputs", `"median"`},

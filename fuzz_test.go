@@ -18,6 +18,7 @@ func FuzzConfig(f *testing.F) {
 	f.Add("window: {size: 1m, slide: 15s}\naggregations: [{name: a, signal: spans, outputs: [count, p99]}]")
 	f.Add("window: {size: 10s}\nallowed_lateness: -1s\naggregations: [{name: a, signal: logs, value: 'attribute:x', outputs: [p999, histogram]}]")
 	f.Add("window: {size: 1h}\nwatermark: {idle_timeout: 1s}\nmax_series: 1\naggregations: [{name: a, signal: spans, where: {span_kind: [server], attributes: {k: 1}}, group_by: [span.kind]}]")
+	f.Add("window: {size: 10s}\naggregations: [{name: a, signal: logs, weight: 'attribute:rate'}, {name: b, signal: spans, weight: none}]")
 	f.Fuzz(func(t *testing.T, doc string) {
 		var raw map[string]any
 		if yaml.Unmarshal([]byte(doc), &raw) != nil {
@@ -45,13 +46,16 @@ func FuzzConfig(f *testing.F) {
 	})
 }
 
-// FuzzIngestTraces: arbitrary OTLP trace payloads go through the connector without a panic, and
-// every span is accounted for exactly once in the records counter.
+// FuzzIngestTraces: arbitrary OTLP trace payloads (tracestates included: spans are weighed by their
+// adjusted count) go through the connector without a panic, and every span is accounted for exactly
+// once in the records counter.
 func FuzzIngestTraces(f *testing.F) {
 	var m ptrace.ProtoMarshaler
 	for _, td := range []ptrace.Traces{
 		traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10}, spanSpec{service: "b", name: "/y", end: 12, ms: 3}),
 		traces(spanSpec{service: "a", name: "/x"}, spanSpec{service: "a", name: "/x", end: 1e12, ms: -5, attrs: map[string]any{"k": []any{1, "x"}}}),
+		traces(spanSpec{service: "a", name: "/x", end: 1, ms: 1, id: 7, traceState: "ot=th:9999999999999a"},
+			spanSpec{service: "a", name: "/y", end: 2, ms: 2, traceState: "ot=th:zz"}, spanSpec{service: "b", end: 3, traceState: "ot=th:ffffffffffffff"}),
 	} {
 		b, err := m.MarshalTraces(td)
 		if err != nil {
@@ -78,13 +82,15 @@ func FuzzIngestTraces(f *testing.F) {
 	})
 }
 
-// FuzzIngestLogs: arbitrary OTLP log payloads go through the connector without a panic, and every log
-// record is accounted for exactly once.
+// FuzzIngestLogs: arbitrary OTLP log payloads go through the connector, weighed by an attribute,
+// without a panic, and every log record is accounted for exactly once.
 func FuzzIngestLogs(f *testing.F) {
 	var m plog.ProtoMarshaler
 	for _, ld := range []plog.Logs{
 		logs(logSpec{service: "a", ts: 1, severity: "ERROR", attrs: map[string]any{"size": 10}}, logSpec{service: "b", ts: 12, attrs: map[string]any{"size": "7"}}),
 		logs(logSpec{service: "a"}, logSpec{service: "a", observed: 3, attrs: map[string]any{"size": []any{1}}}),
+		logs(logSpec{service: "a", ts: 1, attrs: map[string]any{"size": 1, "rate": 0.5}}, logSpec{service: "a", ts: 2, attrs: map[string]any{"rate": "1e20"}},
+			logSpec{service: "a", ts: 3, attrs: map[string]any{"rate": -1}}),
 	} {
 		b, err := m.MarshalLogs(ld)
 		if err != nil {
@@ -102,7 +108,7 @@ func FuzzIngestLogs(f *testing.F) {
 		cfg := baseConfig()
 		cfg.AllowedLateness = time.Second
 		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "logs", GroupBy: []string{"service.name", "severity.text"},
-			Value: "attribute:size", Outputs: []string{"count", "sum", "p99"}}}
+			Value: "attribute:size", Weight: "attribute:rate", Outputs: []string{"count", "sum", "p99"}}}
 		h := newConnectorHarness(t, cfg, true)
 		h.sendLogs(ld)
 		h.sendLogs(ld)

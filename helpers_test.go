@@ -175,6 +175,8 @@ type spanSpec struct {
 	attrs   map[string]any
 	kind    ptrace.SpanKind
 	id      uint64 // its trace and span ids (see spanIDs); 0: none
+	// traceState is its W3C tracestate, as in "ot=th:c" (a span sampled at 25%, adjusted count 4)
+	traceState string
 }
 
 // spanIDs are the trace and span ids of a spanSpec's id.
@@ -206,6 +208,7 @@ func traces(specs ...spanSpec) ptrace.Traces {
 			span.SetTraceID(tr)
 			span.SetSpanID(id)
 		}
+		span.TraceState().FromRaw(sp.traceState)
 		if sp.end != 0 {
 			end := int64(sp.end * float64(s))
 			span.SetEndTimestamp(pcommon.Timestamp(end))

@@ -43,24 +43,26 @@ func (o outcome) late() bool {
 	return ok && !v.Aggregated()
 }
 
-// missingValue is a record staged without a value for one aggregation, and why; it is counted once
-// the record turns out aggregated.
-type missingValue struct {
+// fault is a record staged for one aggregation without a value, or with another weight than the
+// configured one, and why; it is counted once the record turns out aggregated.
+type fault struct {
 	rec    int32
-	reason valueReason
+	value  valueReason
+	weight weightReason
 }
 
 // scratch is what one ingest call reuses: the series-key buffer, the record view with its cache, the
 // outcome of each record, the watermark each expired record was judged by, the source-key buffer,
-// and the run itself.
+// the adjusted count of the last tracestate, and the run itself.
 type scratch struct {
-	key       serieskey.Builder
-	view      recordView
-	state     []outcome
-	judgedBy  []int64 // by record; filled only once a record of the call has expired
-	missing   []missingValue
-	sourceKey []byte
-	run       ingestRun
+	key         serieskey.Builder
+	view        recordView
+	state       []outcome
+	judgedBy    []int64 // by record; filled only once a record of the call has expired
+	faults      []fault
+	sourceKey   []byte
+	traceStates traceStates
+	run         ingestRun
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -71,9 +73,11 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 func (sc *scratch) release() {
 	sc.view.setScope(pcommon.Map{}, pcommon.Map{})
 	sc.view.attrs = pcommon.Map{}
+	sc.view.span, sc.view.log = ptrace.Span{}, plog.LogRecord{}
+	sc.traceStates = traceStates{}
 	sc.state = sc.state[:0]
 	sc.judgedBy = sc.judgedBy[:0]
-	sc.missing = sc.missing[:0]
+	sc.faults = sc.faults[:0]
 	sc.run = ingestRun{}
 	scratchPool.Put(sc)
 }
@@ -86,6 +90,7 @@ type tally struct {
 	sharedSource                       int64              // records of sources past max_sources
 	late                               [numVerdicts]int64 // by verdict: expired, future, invalid
 	values                             [numValueReasons]int64
+	weights                            [numWeightReasons]int64
 }
 
 // report adds the tally to the counters; action is what happened to late records.
@@ -120,11 +125,16 @@ func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 			tel.WindowAggregatorValuesMissing.Add(ctx, n, valueReasonOptions[reason]...)
 		}
 	}
+	for reason := weightOK + 1; reason < numWeightReasons; reason++ {
+		if n := t.weights[reason]; n > 0 {
+			tel.WindowAggregatorInvalidWeights.Add(ctx, n, weightReasonOptions[reason]...)
+		}
+	}
 }
 
 // stage runs the view's record through the aggregations that select it: each gets the record staged
-// in the batch, unless the record's time is invalid or in the future. The record's outcome is settled
-// by apply.
+// in the batch, at its weight, unless the record's time is invalid or in the future, or it weighs
+// nothing for the aggregation. The record's outcome is settled by apply.
 func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 	r, kb, b := &run.sc.view, &run.sc.key, run.b
 	rec := &run.rec
@@ -133,6 +143,10 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 	for _, a := range aggs {
 		if !a.matches(r) {
 			continue
+		}
+		weight, whyWeight := a.weigh(r, &run.sc.traceStates)
+		if weight == 0 {
+			continue // a weight below 1 rounded down: it stands for no record here
 		}
 		if st == unmatched {
 			check := b.Check(t)
@@ -145,13 +159,13 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 			}
 		}
 		v, why := a.value(r, start, end)
-		if why != valueOK {
-			run.sc.missing = append(run.sc.missing, missingValue{rec.Tag, why})
+		if why != valueOK || whyWeight != weightOK {
+			run.sc.faults = append(run.sc.faults, fault{rec.Tag, why, whyWeight})
 		}
 		if a.buildKey(kb, r) {
 			run.tl.truncated++
 		}
-		rec.Agg, rec.Key, rec.Value = a.index, kb.Key(), v
+		rec.Agg, rec.Key, rec.Value, rec.Weight = a.index, kb.Key(), v, weight
 		b.StageChecked(rec) // its time checked above, once per record
 	}
 	run.sc.state = append(run.sc.state, st)
@@ -174,9 +188,11 @@ func (run *ingestRun) apply() {
 		}
 	})
 	tl := &run.tl
-	for _, m := range sc.missing {
-		if v, ok := state[m.rec].verdict(); ok && v.Aggregated() {
-			tl.values[m.reason]++ // values_missing counts aggregated records only
+	for _, f := range sc.faults {
+		if v, ok := state[f.rec].verdict(); ok && v.Aggregated() {
+			// values_missing and invalid_weights count aggregated records only
+			tl.values[f.value]++
+			tl.weights[f.weight]++
 		}
 	}
 	for _, st := range state {
@@ -287,8 +303,7 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, action lateAction
 			lrs := sl.LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				lr := lrs.At(k)
-				r.attrs = lr.Attributes()
-				r.severityText = lr.SeverityText()
+				r.setLog(lr)
 				ts := uint64(lr.Timestamp())
 				if ts == 0 {
 					ts = uint64(lr.ObservedTimestamp())

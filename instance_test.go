@@ -2,8 +2,6 @@ package windowaggregator
 
 import (
 	"context"
-	"encoding/binary"
-	"hash/crc32"
 	"sort"
 	"strings"
 	"testing"
@@ -126,39 +124,4 @@ func runAsCollector(t *testing.T, cfg *Config, st *memStorage, collectorID strin
 	settleAll(t)
 	must(t, c.Shutdown(context.Background()))
 	return sink
-}
-
-// A version 2 checkpoint (no service.instance.id) restores, under the collector's id.
-func TestVersion2CheckpointRestoresUnderTheCollectorsID(t *testing.T) {
-	useFakeClock(t)
-	cfg := baseConfig()
-	cfg.Storage = &storageID
-	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: []string{"service.name"}, Outputs: []string{"count"}}}
-	st := &memStorage{data: map[string][]byte{}}
-	run := func(collectorID string, specs ...spanSpec) ([]string, []point) {
-		all := runAsCollector(t, cfg, st, collectorID, specs...).AllMetrics()
-		return resourcesOf(all), points(all)
-	}
-	run("first", spanSpec{service: "a", name: "/x", end: 1, ms: 1}, spanSpec{service: "a", name: "/x", end: 2, ms: 1})
-	// Rewrite the version 3 checkpoint as version 2: no instance field.
-	v3 := st.data[checkpointKey]
-	b := v3[len(checkpointMagic)+1 : len(v3)-4]
-	fpLen, w := binary.Uvarint(b)
-	fp := b[:w+int(fpLen)]
-	b = b[w+int(fpLen):]
-	idLen, w := binary.Uvarint(b)
-	if id := string(b[w : w+int(idLen)]); id != "first" {
-		t.Fatalf("checkpoint keeps instance %q", id)
-	}
-	rest := b[w+int(idLen):]
-	v2 := append([]byte(checkpointMagic), 2)
-	v2 = append(v2, fp...)
-	v2 = append(v2, rest...)
-	v2 = binary.LittleEndian.AppendUint32(v2, crc32.Checksum(v2, crc32c))
-	st.data[checkpointKey] = v2
-	res, ps := run("second", spanSpec{service: "a", name: "/x", end: 11, ms: 1})
-	if want := "service.instance.id=second,service.name=a: lat.count"; len(res) == 0 || res[0] != want {
-		t.Errorf("after a version 2 restore, output resources %v, want %q", res, want)
-	}
-	wantPoint(t, ps, "lat.count", "service.name=a(Str)", 0, 10, 2)
 }

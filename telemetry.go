@@ -77,6 +77,12 @@ var (
 		}
 		return o
 	}()
+	weightReasonOptions = func() (o [numWeightReasons][]metric.AddOption) {
+		for i, reason := range weightReasonNames {
+			o[i] = []metric.AddOption{reasonAttr(reason)}
+		}
+		return o
+	}()
 )
 
 func reasonAttr(reason string) metric.MeasurementOption {

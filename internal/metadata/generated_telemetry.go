@@ -33,6 +33,7 @@ type TelemetryBuilder struct {
 	WindowAggregatorClockSkewRecords    metric.Int64Counter
 	WindowAggregatorDroppedPoints       metric.Int64Counter
 	WindowAggregatorEmitFailures        metric.Int64Counter
+	WindowAggregatorInvalidWeights      metric.Int64Counter
 	WindowAggregatorLateFirings         metric.Int64ObservableCounter
 	WindowAggregatorLateRecords         metric.Int64Counter
 	WindowAggregatorOverflowRecords     metric.Int64ObservableCounter
@@ -246,6 +247,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.WindowAggregatorInvalidWeights, err = builder.meter.Int64Counter(
+		"otelcol_window_aggregator_invalid_weights",
+		metric.WithDescription("Records that do not weigh what their aggregation's weight says, by reason (malformed_tracestate, missing, not_numeric, not_finite, not_positive: counted as 1; too_large: counted as 4294967295). [Alpha]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.WindowAggregatorLateFirings, err = builder.meter.Int64ObservableCounter(
 		"otelcol_window_aggregator_late_firings",
 		metric.WithDescription("Late firings: windows emitted again after records arrived within allowed_lateness. [Alpha]"),
@@ -296,7 +303,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorValuesMissing, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_values_missing",
-		metric.WithDescription("Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start). [Alpha]"),
+		metric.WithDescription("Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start, no_start). [Alpha]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

@@ -99,6 +99,22 @@ func AssertEqualWindowAggregatorEmitFailures(t *testing.T, tt *componenttest.Tel
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualWindowAggregatorInvalidWeights(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_window_aggregator_invalid_weights",
+		Description: "Records that do not weigh what their aggregation's weight says, by reason (malformed_tracestate, missing, not_numeric, not_finite, not_positive: counted as 1; too_large: counted as 4294967295). [Alpha]",
+		Unit:        "{record}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_window_aggregator_invalid_weights")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualWindowAggregatorLateFirings(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_late_firings",
@@ -226,7 +242,7 @@ func AssertEqualWindowAggregatorTruncatedKeys(t *testing.T, tt *componenttest.Te
 func AssertEqualWindowAggregatorValuesMissing(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_values_missing",
-		Description: "Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start). [Alpha]",
+		Description: "Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start, no_start). [Alpha]",
 		Unit:        "{record}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -56,6 +56,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.WindowAggregatorClockSkewRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorDroppedPoints.Add(context.Background(), 1)
 	tb.WindowAggregatorEmitFailures.Add(context.Background(), 1)
+	tb.WindowAggregatorInvalidWeights.Add(context.Background(), 1)
 	tb.WindowAggregatorLateRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorSharedSourceRecords.Add(context.Background(), 1)
@@ -74,6 +75,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorEmitFailures(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorInvalidWeights(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorLateFirings(t, testTel,
