@@ -63,9 +63,12 @@ type recordView struct {
 	// that records lack (service.name, say) is searched for there once per scope, not per record.
 	outer []outerValue
 
-	// The record itself (a span, or a log record), for what only weighing it reads: a span's
-	// tracestate, and the ids and times that round a fractional weight; read once per record, when
-	// an aggregation first asks.
+	// traceState is the span's W3C tracestate, read when some aggregation weighs spans by their
+	// adjusted count (shared.readTraceState); "": none, the span weighs 1.
+	traceState string
+	// The record itself (a span, or a log record), for what only weighing it reads: the adjusted
+	// count of a span's tracestate, and the ids and times that round a fractional weight; read once
+	// per record, when an aggregation first asks.
 	span                ptrace.Span
 	log                 plog.LogRecord
 	adjusted            float64 // the span's adjusted count, once read
@@ -91,13 +94,21 @@ func (r *recordView) setScope(scope, resource pcommon.Map) {
 // setSpan points the view at span sp. The kind and the status are read only when asked for: the
 // status lies in another cache line of the span (see shared.readKind).
 func (r *recordView) setSpan(sp ptrace.Span, kind, status bool) {
-	r.span, r.hasAdjusted, r.seeded = sp, false, false
 	r.attrs, r.spanName = sp.Attributes(), sp.Name()
 	if kind {
 		r.spanKind = sp.Kind()
 	}
 	if status {
 		r.status = sp.Status().Code()
+	}
+}
+
+// weighSpan points what weighing reads at span sp, and reads its tracestate if traceState: for the
+// aggregations that weigh spans (see shared.weighsSpans).
+func (r *recordView) weighSpan(sp ptrace.Span, traceState bool) {
+	r.span, r.hasAdjusted, r.seeded = sp, false, false
+	if traceState {
+		r.traceState = sp.TraceState().AsRaw()
 	}
 }
 
@@ -111,7 +122,7 @@ func (r *recordView) setLog(lr plog.LogRecord) {
 // through the tracestates cache.
 func (r *recordView) adjustedCount(c *traceStates) (float64, weightReason) {
 	if !r.hasAdjusted {
-		r.adjusted, r.adjustedWhy = c.adjustedCount(r.span.TraceState().AsRaw())
+		r.adjusted, r.adjustedWhy = c.adjustedCount(r.traceState)
 		r.hasAdjusted = true
 	}
 	return r.adjusted, r.adjustedWhy
@@ -458,6 +469,12 @@ func (c *aggregation) value(r *recordView, start, end uint64) (float64, valueRea
 	return float64(end-start) / c.unitScale, valueOK
 }
 
+// weighsOne reports, without a call, that the record weighs 1 for the aggregation: it weighs none,
+// or it is a span without a tracestate (the most common case of the default, adjusted_count).
+func (c *aggregation) weighsOne(r *recordView) bool {
+	return c.weight == weighNone || (c.weight == weighAdjustedCount && r.traceState == "")
+}
+
 // weigh returns the weight of the record for the aggregation, and why it is not the configured one
 // (weightOK if it is). A weight of 0 (a weight below 1, rounded down) means the record stands for no
 // record of the aggregation.
@@ -475,7 +492,7 @@ func (c *aggregation) weigh(r *recordView, ts *traceStates) (uint32, weightReaso
 	if w == 1 { // unsampled, or a weight that could not be read: no rounding
 		return 1, why
 	}
-	return roundWeight(w, r.weightSeed())
+	return roundWeight(w, r.weightSeed)
 }
 
 // number reads key k of the record as a number: an int, a double, or a string holding one; else NaN

@@ -73,7 +73,7 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 func (sc *scratch) release() {
 	sc.view.setScope(pcommon.Map{}, pcommon.Map{})
 	sc.view.attrs = pcommon.Map{}
-	sc.view.span, sc.view.log = ptrace.Span{}, plog.LogRecord{}
+	sc.view.span, sc.view.log, sc.view.traceState = ptrace.Span{}, plog.LogRecord{}, ""
 	sc.traceStates = traceStates{}
 	sc.state = sc.state[:0]
 	sc.judgedBy = sc.judgedBy[:0]
@@ -144,9 +144,11 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 		if !a.matches(r) {
 			continue
 		}
-		weight, whyWeight := a.weigh(r, &run.sc.traceStates)
-		if weight == 0 {
-			continue // a weight below 1 rounded down: it stands for no record here
+		weight, whyWeight := uint32(1), weightOK
+		if !a.weighsOne(r) {
+			if weight, whyWeight = a.weigh(r, &run.sc.traceStates); weight == 0 {
+				continue // a weight below 1 rounded down: it stands for no record here
+			}
 		}
 		if st == unmatched {
 			check := b.Check(t)
@@ -266,6 +268,9 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action late
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
 				r.setSpan(sp, s.readKind, s.readStatus)
+				if s.weighsSpans {
+					r.weighSpan(sp, s.readTraceState)
+				}
 				if s.readSpanIDs {
 					run.rec.TraceID, run.rec.SpanID = sp.TraceID(), sp.SpanID()
 				}

@@ -35,6 +35,9 @@ type shared struct {
 	readKind, readStatus bool
 	// whether some span aggregation keeps exemplars: only then are a span's ids read
 	readSpanIDs bool
+	// whether some span aggregation weighs spans (weight other than none), and by their adjusted
+	// count: only then is a span's tracestate read
+	weighsSpans, readTraceState bool
 	engine      *stream.Engine
 	tel         *telemetry
 	emitter     *emitter
@@ -137,6 +140,8 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 			kind, status := a.readsSpanFields()
 			s.readKind, s.readStatus = s.readKind || kind, s.readStatus || status
 			s.readSpanIDs = s.readSpanIDs || a.exemplars > 0
+			s.weighsSpans = s.weighsSpans || a.weight != weighNone
+			s.readTraceState = s.readTraceState || a.weight == weighAdjustedCount
 		}
 		ecfg.Aggregations = append(ecfg.Aggregations, a.engineAggregation(cfg.MaxSeries))
 	}

@@ -97,11 +97,12 @@ func positiveWeight(w float64, why valueReason) (float64, weightReason) {
 }
 
 // roundWeight makes weight w (finite, > 0) a whole number of records: its integer part, plus one with
-// a probability of its fractional part, decided by u, a uniform number drawn from the record itself
-// (see weightSeed). So the expected count is the true weighted total, and a replay, or another
-// collector, rounds a record the same way. A weight below 1 may round to 0: the record then stands
-// for no record of its aggregation. A weight above maxWeight is maxWeight.
-func roundWeight(w float64, u uint64) (uint32, weightReason) {
+// a probability of its fractional part, decided by seed(), a uniform number drawn from the record
+// itself (see weightSeed) and asked for only when w has a fractional part. So the expected count is
+// the true weighted total, and a replay, or another collector, rounds a record the same way. A weight
+// below 1 may round to 0: the record then stands for no record of its aggregation. A weight above
+// maxWeight is maxWeight.
+func roundWeight(w float64, seed func() uint64) (uint32, weightReason) {
 	if w >= maxWeight {
 		if w > maxWeight {
 			return maxWeight, weightTooLarge
@@ -109,7 +110,7 @@ func roundWeight(w float64, u uint64) (uint32, weightReason) {
 		return maxWeight, weightOK
 	}
 	n := math.Floor(w)
-	if f := w - n; f > 0 && float64(u>>11)*0x1p-53 < f {
+	if f := w - n; f > 0 && float64(seed()>>11)*0x1p-53 < f {
 		n++
 	}
 	return uint32(n), weightOK

@@ -44,8 +44,8 @@ func ignoreLate(int32, Verdict, int64) {}
 // clock keeps up with the records' event time, as in a collector, so that the watermark follows them.
 // It reports ns and allocs per record, window firings included. Batches are staged and applied, as the
 // component sends them. With exemplars > 0 the aggregation keeps that many a point, and every record
-// comes with span ids of its own.
-func benchEngine(b *testing.B, size, slide time.Duration, nSeries, exemplars int) {
+// comes with span ids of its own; with weight > 1 every record has that weight.
+func benchEngine(b *testing.B, size, slide time.Duration, nSeries, exemplars int, weight uint32) {
 	const batch = 1000
 	t := int64(time.Second)
 	clk := clock.NewFake(time.Unix(0, t))
@@ -67,13 +67,15 @@ func benchEngine(b *testing.B, size, slide time.Duration, nSeries, exemplars int
 			clk.Set(time.Unix(0, t+step)) // the end of the batch's event times
 			bt := e.Begin(clk.Now())
 			for i := 0; i < batch && done < n; i, done = i+1, done+1 {
-				if exemplars == 0 {
+				if exemplars == 0 && weight <= 1 {
 					bt.stage(0, br.keys[k], t+br.offset[i]%step, br.values[i], int32(i))
 				} else {
-					spans++
-					rec = Record{Key: br.keys[k], Time: t + br.offset[i]%step, Value: br.values[i], Tag: int32(i)}
-					binary.LittleEndian.PutUint64(rec.TraceID[:], spans)
-					binary.LittleEndian.PutUint64(rec.SpanID[:], spans)
+					rec = Record{Key: br.keys[k], Time: t + br.offset[i]%step, Value: br.values[i], Tag: int32(i), Weight: weight}
+					if exemplars > 0 {
+						spans++
+						binary.LittleEndian.PutUint64(rec.TraceID[:], spans)
+						binary.LittleEndian.PutUint64(rec.SpanID[:], spans)
+					}
 					bt.StageChecked(&rec)
 				}
 				if k++; k == len(br.keys) {
@@ -110,7 +112,7 @@ func BenchmarkIngest(b *testing.B) {
 		{"sliding60", time.Minute, time.Second},
 	} {
 		for _, n := range []int{1, 1000, 100_000} {
-			b.Run(fmt.Sprintf("%s/series=%d", w.name, n), func(b *testing.B) { benchEngine(b, w.size, w.slide, n, 0) })
+			b.Run(fmt.Sprintf("%s/series=%d", w.name, n), func(b *testing.B) { benchEngine(b, w.size, w.slide, n, 0, 1) })
 		}
 	}
 }
@@ -120,7 +122,17 @@ func BenchmarkIngest(b *testing.B) {
 func BenchmarkIngestExemplars(b *testing.B) {
 	for _, n := range []int{1000, 100_000} {
 		for _, k := range []int{0, 5} {
-			b.Run(fmt.Sprintf("series=%d/exemplars=%d", n, k), func(b *testing.B) { benchEngine(b, time.Minute, time.Minute, n, k) })
+			b.Run(fmt.Sprintf("series=%d/exemplars=%d", n, k), func(b *testing.B) { benchEngine(b, time.Minute, time.Minute, n, k, 1) })
+		}
+	}
+}
+
+// BenchmarkIngestWeights is BenchmarkIngest's tumbling case with every record of weight 4 (a span
+// sampled at 25%), against weight 1 in the same run.
+func BenchmarkIngestWeights(b *testing.B) {
+	for _, n := range []int{1000, 100_000} {
+		for _, w := range []uint32{1, 4} {
+			b.Run(fmt.Sprintf("series=%d/weight=%d", n, w), func(b *testing.B) { benchEngine(b, time.Minute, time.Minute, n, 0, w) })
 		}
 	}
 }

@@ -129,8 +129,8 @@ type Batch struct {
 	// exemplars holds, when the engine keeps exemplars, each staged record's, by staged index; a zero
 	// TraceID: none (an aggregation without exemplars, or a record without a span).
 	exemplars []exemplar.Exemplar
-	// weights holds, once a record of weight above 1 has been staged since the last Apply, each
-	// staged record's weight, by staged index; empty: every staged record weighs 1.
+	// weights holds the weights of the staged records up to the last one of weight above 1 staged
+	// since the last Apply, by staged index; a record past its end weighs 1.
 	weights []uint32
 	keys    []byte  // the staged keys, back to back
 	order   []int32 // staged indexes grouped by shard
@@ -276,28 +276,26 @@ func (b *Batch) StageChecked(r *Record) {
 	if b.e.exemplars {
 		b.stageExemplar(r)
 	}
-	if r.Weight > 1 || len(b.weights) > 0 {
+	if r.Weight > 1 {
 		b.stageWeight(r.Weight)
 	}
 }
 
-// stageWeight records the weight of the record staged last; the records staged before the batch's
-// first weighted one weigh 1.
+// stageWeight records weight w of the record staged last, and weight 1 for the records staged since
+// the last one it recorded.
 func (b *Batch) stageWeight(w uint32) {
-	if len(b.weights) == 0 {
-		for range len(b.staged) - 1 {
-			b.weights = append(b.weights, 1)
-		}
+	for len(b.weights) < len(b.staged)-1 {
+		b.weights = append(b.weights, 1)
 	}
-	b.weights = append(b.weights, max(w, 1))
+	b.weights = append(b.weights, w)
 }
 
 // weightAt returns staged record i's weight.
 func (b *Batch) weightAt(i int32) uint64 {
-	if len(b.weights) == 0 {
-		return 1
+	if int(i) < len(b.weights) {
+		return uint64(b.weights[i])
 	}
-	return uint64(b.weights[i])
+	return 1
 }
 
 // stageExemplar stages record r's exemplar: its span, its value and its time (the span's end).
