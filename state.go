@@ -38,9 +38,10 @@ type shared struct {
 	// whether some span aggregation weighs spans (weight other than none), and by their adjusted
 	// count: only then is a span's tracestate read
 	weighsSpans, readTraceState bool
-	engine      *stream.Engine
-	tel         *telemetry
-	emitter     *emitter
+
+	engine  *stream.Engine
+	tel     *telemetry
+	emitter *emitter
 	// instance is the service.instance.id that output resources carry: the collector's, or the one
 	// of the restored checkpoint (see checkpointer.decode); "" for none
 	instance string
