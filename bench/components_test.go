@@ -48,6 +48,7 @@ type waOptions struct {
 	delta      bool     // temporality: delta, late_firings: revise (the default is cumulative, fold)
 	explicit   []any    // histogram.explicit.buckets; nil: the exponential histogram
 	exemplars  bool     // exemplars: {enabled: true, max_per_data_point: 5}, as smConfigWithExemplars
+	weightNone bool     // weight: none (the default for spans is adjusted_count)
 }
 
 // explicitBuckets are span_metrics' default explicit bounds, as durations.
@@ -89,6 +90,9 @@ func waConfig(o waOptions) *windowaggregator.Config {
 				Explicit: &windowaggregator.ExplicitHistogramConfig{Buckets: o.explicit}}
 		}
 		cfg.Aggregations[0].Exemplars = windowaggregator.ExemplarsConfig{Enabled: o.exemplars, MaxPerDataPoint: exemplarsPerPoint}
+		if o.weightNone {
+			cfg.Aggregations[0].Weight = "none"
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		panic(err)

@@ -35,6 +35,13 @@ import (
 //     (5 a point): x_span_metrics as above;
 //   - pair=exemplars_on_vs_off (window_aggregator): x_off = with exemplars ns/span ÷ without, what
 //     the feature costs;
+//   - pair=sampled_window_aggregator_vs_span_metrics: both on the same spans sampled at thresholds in
+//     their tracestates, each distinct (sampledPerTrace), both counting adjusted counts:
+//     x_span_metrics as above;
+//   - pair=weights_per_service_vs_none and pair=weights_per_trace_vs_none (window_aggregator, on
+//     sampled spans whose tracestates are one per service, or all distinct): x_none = weight:
+//     adjusted_count (the default) ns/span ÷ weight: none, what reading and weighing thresholds
+//     costs;
 //   - pair=per_source_vs_global (window_aggregator, watermark.per_source [service.instance.id] vs no
 //     per_source, on batches whose 10 services have 2 instances each taking turns batch by batch: 20
 //     sources; turns of 60 batches): x_global = per_source ns/span ÷ global ns/span (target <= 1.05);
@@ -96,6 +103,24 @@ func BenchmarkPaired(b *testing.B) {
 					}
 					runPaired(b, traceRingFor(0), sides, slotsPerMinute)
 					b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_exponential")
+				})
+			}
+			b.Run("pair=sampled_window_aggregator_vs_span_metrics", func(b *testing.B) {
+				sides := []side{
+					{name: "span_metrics", h: newSpanMetrics(b, smConfig(), nil)},
+					{name: "window_aggregator", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
+				}
+				runPaired(b, sampledTraceRing(sampledPerTrace), sides, slotsPerMinute)
+				b.ReportMetric(sides[0].nsPerSpan(b)/sides[1].nsPerSpan(b), "x_span_metrics")
+			})
+			for _, mode := range []string{sampledPerService, sampledPerTrace} {
+				b.Run("pair=weights_"+mode+"_vs_none", func(b *testing.B) {
+					sides := []side{
+						{name: "none", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs, weightNone: true}), nil)},
+						{name: "adjusted_count", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
+					}
+					runPaired(b, sampledTraceRing(mode), sides, slotsPerMinute)
+					b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_none")
 				})
 			}
 			b.Run("pair=per_source_vs_global", func(b *testing.B) { runPairedPerSource(b, outputs) })

@@ -16,8 +16,18 @@ import (
 // re-stamping it as the benchmarks do) to both connectors and checks that they count the same spans
 // per series: the comparison is between equal work. It is not run by the benchmark command
 // (-run '^$'); run it with `go test ./...`.
-func TestSameResults(t *testing.T) {
-	r := traceRingFor(0)
+func TestSameResults(t *testing.T) { checkSameResults(t, traceRingFor(0)) }
+
+// TestSameResultsSampled is TestSameResults on the same spans sampled at thresholds whose adjusted
+// counts are whole (2, 4, 8, 1): both connectors count each span at its adjusted count, and agree
+// series by series.
+func TestSameResultsSampled(t *testing.T) {
+	for _, mode := range []string{sampledPerService, sampledPerTrace} {
+		t.Run(mode, func(t *testing.T) { checkSameResults(t, sampledTraceRing(mode)) })
+	}
+}
+
+func checkSameResults(t *testing.T, r *traceRing) {
 	waSink, smSink := new(consumertest.MetricsSink), new(consumertest.MetricsSink)
 	// Delta on both sides, so that each window's counts compare with one flush's.
 	wa := newWindowAggregator(t, waConfig(waOptions{outputs: outputsPercentile, delta: true}), waSink)
@@ -94,6 +104,10 @@ func TestSameResults(t *testing.T) {
 	for w := 0; w < minutes; w++ {
 		start := baseTime + int64(w)*int64(time.Minute)
 		waw, smw := waCounts[start], smCounts[w]
+		var want int64 // the spans the minute's batches stand for
+		for i := w * slotsPerMinute; i < (w+1)*slotsPerMinute; i++ {
+			want += r.spansOf(i % r.n)
+		}
 		var total int64
 		for k, v := range waw {
 			total += v
@@ -104,8 +118,8 @@ func TestSameResults(t *testing.T) {
 		if len(waw) != len(smw) || len(waw) != numServices*numSpanNames*len(methods) {
 			t.Errorf("minute %d: window_aggregator %d series, span_metrics %d", w, len(waw), len(smw))
 		}
-		if total != int64(slotsPerMinute)*recordsPerBatch {
-			t.Errorf("minute %d: %d spans counted, want %d", w, total, slotsPerMinute*recordsPerBatch)
+		if total != want {
+			t.Errorf("minute %d: %d spans counted, want %d", w, total, want)
 		}
 	}
 	wa.shutdown(t)

@@ -134,6 +134,60 @@ func (r *ring) reset() {
 type traceRing struct {
 	ring
 	batches []ptrace.Traces
+	// weights are the spans each batch stands for, with sampled spans counted at their adjusted
+	// counts; nil: recordsPerBatch each.
+	weights []int64
+}
+
+// spansOf returns the spans batch i stands for.
+func (r *traceRing) spansOf(i int) int64 {
+	if r.weights == nil {
+		return recordsPerBatch
+	}
+	return r.weights[i]
+}
+
+// Sampled spans: tracestates whose thresholds give whole adjusted counts, so that window_aggregator
+// and span_metrics (which rounds at random) must count alike.
+const (
+	// sampledPerService: each service samples at one rate (th:8, c, e, 0: 2, 4, 8, 1), and its spans
+	// share one tracestate, as when the SDK's sampler writes the threshold alone.
+	sampledPerService = "per_service"
+	// sampledPerTrace: every span's tracestate also holds its trace's randomness (rv), so that no two
+	// are alike and each is parsed: the costliest case.
+	sampledPerTrace = "per_trace"
+)
+
+var sampledThresholds = []struct {
+	traceState string
+	weight     int64
+}{{"ot=th:8", 2}, {"ot=th:c", 4}, {"ot=th:e", 8}, {"ot=th:0", 1}}
+
+// sampledTraceRing returns ring 0's batches (the same spans) with a tracestate on every span, as
+// mode says.
+func sampledTraceRing(mode string) *traceRing {
+	return cachedRing(sampledRings, mode, func() *traceRing {
+		r := newTraceRing(ringLen, 1, 1)
+		r.weights = make([]int64, r.n)
+		for i, td := range r.batches {
+			rss := td.ResourceSpans()
+			for s := 0; s < rss.Len(); s++ {
+				spans := rss.At(s).ScopeSpans().At(0).Spans()
+				for k := 0; k < spans.Len(); k++ {
+					th := sampledThresholds[s%len(sampledThresholds)]
+					ts := th.traceState
+					if mode == sampledPerTrace {
+						th = sampledThresholds[(s+k)%len(sampledThresholds)]
+						tid := spans.At(k).TraceID()
+						ts = fmt.Sprintf("%s;rv:%x", th.traceState, tid[9:16])
+					}
+					spans.At(k).TraceState().FromRaw(ts)
+					r.weights[i] += th.weight
+				}
+			}
+		}
+		return r
+	})
 }
 
 // newRing builds the n batches of a ring in order, batch i with build(slotStart, i) for slot i
@@ -326,9 +380,10 @@ func shiftLogs(ld plog.Logs, d pcommon.Timestamp) {
 
 // Rings are built once per process and re-stamped (reset) at the start of every benchmark run.
 var (
-	ringsMu    sync.Mutex
-	traceRings = map[[2]int]*traceRing{}
-	logRings   = map[int]*logRing{}
+	ringsMu      sync.Mutex
+	traceRings   = map[[2]int]*traceRing{}
+	sampledRings = map[string]*traceRing{}
+	logRings     = map[int]*logRing{}
 )
 
 // traceRingFor returns the k-th trace ring (k: the goroutine of a parallel benchmark), one instance
