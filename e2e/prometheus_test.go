@@ -357,10 +357,13 @@ func newSentTotals() *sentTotals {
 	return &sentTotals{count: map[string]float64{}, sum: map[string]float64{}, buckets: map[string][]float64{}}
 }
 
-func (l *sentTotals) add(ss ...span) {
+func (l *sentTotals) add(ss ...span) { l.addWeighted(1, ss...) }
+
+// addWeighted enters spans that each stand for w spans (a sampled span's adjusted count).
+func (l *sentTotals) addWeighted(w float64, ss ...span) {
 	for _, s := range ss {
-		l.count[s.service]++
-		l.sum[s.service] += s.ms
+		l.count[s.service] += w
+		l.sum[s.service] += w * s.ms
 		b := l.buckets[s.service]
 		if b == nil {
 			b = make([]float64, len(latBounds)+1)
@@ -368,10 +371,10 @@ func (l *sentTotals) add(ss ...span) {
 		}
 		for i, bound := range latBounds {
 			if s.ms <= bound {
-				b[i]++
+				b[i] += w
 			}
 		}
-		b[len(latBounds)]++
+		b[len(latBounds)] += w
 	}
 }
 
@@ -476,28 +479,7 @@ func TestPrometheusSeesTrueTotals(t *testing.T) {
 		sent.add(ss...)
 		sendAll(t, c, spans(ss...))
 	}
-	// fired waits until service a's point at B+end is in Prometheus by each of paths (default: both
-	// remote-write paths, whose samples carry the points' timestamps): the window ending there has
-	// fired and its point has gone all the way.
-	fired := func(end float64, paths ...string) {
-		t.Helper()
-		if len(paths) == 0 {
-			paths = []string{"remote_write", "delta_to_cumulative"}
-		}
-		want := float64(at(end)) / 1e9
-		q := fmt.Sprintf(`timestamp(lat_count_total{service_name="a", path=~%q})`, strings.Join(paths, "|"))
-		prom.waitQuery(t, timeout, q, func(got []promResult) error {
-			if len(got) != len(paths) {
-				return fmt.Errorf("%d series, want one per path of %v", len(got), paths)
-			}
-			for _, r := range got {
-				if r.value < want-1e-3 {
-					return fmt.Errorf("%s: latest point at %v, want B+%v = %v", r.labels["path"], r.value, end, want)
-				}
-			}
-			return nil
-		})
-	}
+	fired := func(end float64, paths ...string) { t.Helper(); waitFired(t, prom, at(end), paths...) }
 	a := func(s, ms float64) span { return span{"a", "/x", at(s), ms} }
 	b := func(s, ms float64) span { return span{"b", "/x", at(s), ms} }
 
@@ -521,6 +503,29 @@ func TestPrometheusSeesTrueTotals(t *testing.T) {
 
 	// Cumulative points at B+2, B+4, ..., B+12: six per series.
 	checkTrueTotals(t, prom, sent, col, 6)
+}
+
+// waitFired waits until service a's point at end (Unix ns) is in Prometheus by each of paths
+// (default: both remote-write paths, whose samples carry the points' timestamps): the window ending
+// there has fired and its point has gone all the way.
+func waitFired(t *testing.T, prom *promServer, end int64, paths ...string) {
+	t.Helper()
+	if len(paths) == 0 {
+		paths = []string{"remote_write", "delta_to_cumulative"}
+	}
+	want := float64(end) / 1e9
+	q := fmt.Sprintf(`timestamp(lat_count_total{service_name="a", path=~%q})`, strings.Join(paths, "|"))
+	prom.waitQuery(t, 30*time.Second, q, func(got []promResult) error {
+		if len(got) != len(paths) {
+			return fmt.Errorf("%d series, want one per path of %v", len(got), paths)
+		}
+		for _, r := range got {
+			if r.value < want-1e-3 {
+				return fmt.Errorf("%s: latest point at %v, want %v", r.labels["path"], r.value, want)
+			}
+		}
+		return nil
+	})
 }
 
 // checkTrueTotals checks what Prometheus holds by each of chainPaths against the ledger sent: the
