@@ -312,6 +312,21 @@ func points(all []pmetric.Metrics) []point {
 	return out
 }
 
+// eachMetric calls fn with every metric of all, and its resource.
+func eachMetric(all []pmetric.Metrics, fn func(res pcommon.Resource, m pmetric.Metric)) {
+	for _, md := range all {
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			rm := md.ResourceMetrics().At(i)
+			for j := 0; j < rm.ScopeMetrics().Len(); j++ {
+				ms := rm.ScopeMetrics().At(j).Metrics()
+				for k := 0; k < ms.Len(); k++ {
+					fn(rm.Resource(), ms.At(k))
+				}
+			}
+		}
+	}
+}
+
 // histogramPoint is base with a histogram data point's times, attributes, count and sum.
 func histogramPoint(base point, start, end pcommon.Timestamp, attrs pcommon.Map, count uint64, sum float64) point {
 	base.start, base.end = int64(start)/s, int64(end)/s

@@ -106,29 +106,22 @@ func exponentialCounts(t *testing.T, all []pmetric.Metrics, metric string, end i
 	t.Helper()
 	var out []uint64
 	n := 0
-	for _, md := range all {
-		for i := 0; i < md.ResourceMetrics().Len(); i++ {
-			sms := md.ResourceMetrics().At(i).ScopeMetrics()
-			for j := 0; j < sms.Len(); j++ {
-				ms := sms.At(j).Metrics()
-				for k := 0; k < ms.Len(); k++ {
-					if m := ms.At(k); m.Name() == metric {
-						dps := m.ExponentialHistogram().DataPoints()
-						for d := 0; d < dps.Len(); d++ {
-							if dp := dps.At(d); int64(dp.Timestamp())/s == end {
-								n++
-								for _, c := range append(dp.Positive().BucketCounts().AsRaw(), dp.Negative().BucketCounts().AsRaw()...) {
-									if c > 0 {
-										out = append(out, c)
-									}
-								}
-							}
-						}
+	eachMetric(all, func(_ pcommon.Resource, m pmetric.Metric) {
+		if m.Name() != metric {
+			return
+		}
+		dps := m.ExponentialHistogram().DataPoints()
+		for d := 0; d < dps.Len(); d++ {
+			if dp := dps.At(d); int64(dp.Timestamp())/s == end {
+				n++
+				for _, c := range append(dp.Positive().BucketCounts().AsRaw(), dp.Negative().BucketCounts().AsRaw()...) {
+					if c > 0 {
+						out = append(out, c)
 					}
 				}
 			}
 		}
-	}
+	})
 	if n != 1 {
 		t.Fatalf("%s: %d points at %d s, want 1", metric, n, end)
 	}

@@ -459,14 +459,8 @@ func allZero(got []promResult) error {
 // remote-write request with it). Cumulative output also has a point at every window end.
 func TestPrometheusSeesTrueTotals(t *testing.T) {
 	skipShort(t)
-	recv, exporterPort := freePort(t), freePort(t)
-	prom := startPrometheus(t, []string{loopback(exporterPort)})
-	// The defaults (temporality: cumulative, late_firings: fold) on one connector, delta on the other.
-	const aggregation = `{name: lat, signal: spans, group_by: [service.name], value: duration, unit: ms,
-      outputs: [count, sum, histogram], histogram: {explicit: {buckets: [10ms, 50ms, 100ms, 500ms]}}}`
-	col, c := runCollector(t, recv, prometheusChainConfig(recv, exporterPort, prom.remoteWriteURL(), aggregation, "temporality: delta"))
+	prom, col, c := startChain(t)
 	const timeout = 30 * time.Second
-	prom.waitQuery(t, timeout, `up{job="windowaggregator"} == 1`, nonEmpty)
 
 	// Event times a minute in the past, from B on a 2 s boundary: W (greatest event time - 1 s) is the
 	// test's to move, and the remote-written samples (stamped at window ends) are within the query's
@@ -503,6 +497,21 @@ func TestPrometheusSeesTrueTotals(t *testing.T) {
 
 	// Cumulative points at B+2, B+4, ..., B+12: six per series.
 	checkTrueTotals(t, prom, sent, col, 6)
+}
+
+// startChain starts Prometheus and the distribution on prometheusChainConfig with the count, sum
+// and explicit histogram (10, 50, 100, 500 ms) of span durations by service.name, the defaults
+// (temporality: cumulative, late_firings: fold, weight: adjusted_count) on one connector, delta on
+// the other; and waits until Prometheus scrapes it.
+func startChain(t *testing.T) (*promServer, *collector, *client) {
+	t.Helper()
+	recv, exporterPort := freePort(t), freePort(t)
+	prom := startPrometheus(t, []string{loopback(exporterPort)})
+	const aggregation = `{name: lat, signal: spans, group_by: [service.name], value: duration, unit: ms,
+      outputs: [count, sum, histogram], histogram: {explicit: {buckets: [10ms, 50ms, 100ms, 500ms]}}}`
+	col, c := runCollector(t, recv, prometheusChainConfig(recv, exporterPort, prom.remoteWriteURL(), aggregation, "temporality: delta"))
+	prom.waitQuery(t, 30*time.Second, `up{job="windowaggregator"} == 1`, nonEmpty)
+	return prom, col, c
 }
 
 // waitFired waits until service a's point at end (Unix ns) is in Prometheus by each of paths
