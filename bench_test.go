@@ -167,9 +167,11 @@ func BenchmarkBuildKey(b *testing.B) {
 			name = "build"
 		}
 		b.Run(name, func(b *testing.B) {
-			var r recordView
+			var sa signalAggs
+			sa.add(agg)
+			r := getSpanReader(&sa) // reads as ingest reads
+			defer r.release()
 			var kb serieskey.Builder
-			kind, status := agg.readsSpanFields() // read as ingest reads them
 			sink := 0
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -183,14 +185,13 @@ func BenchmarkBuildKey(b *testing.B) {
 						r.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
 						spans := ss.Spans()
 						for k := 0; k < spans.Len(); k++ {
-							sp := spans.At(k)
-							r.setSpan(sp, kind, status)
+							r.read(spans.At(k))
 							if build {
-								agg.buildKey(&kb, &r)
+								agg.buildKey(&kb, &r.record)
 								sink += len(kb.Key())
 							} else {
 								v, _ := r.attrs.Get("http.request.method")
-								sink += len(v.Str()) + len(r.spanName)
+								sink += len(v.Str()) + len(r.field[fieldSpanName])
 							}
 						}
 					}

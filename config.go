@@ -159,9 +159,6 @@ type WhereConfig struct {
 }
 
 const (
-	signalSpans = "spans"
-	signalLogs  = "logs"
-
 	actionRoute = "route"
 	actionDrop  = "drop"
 
@@ -298,11 +295,13 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 		bad("name", "%q has leading or trailing spaces", a.Name)
 	}
 	names[a.Name] = true
-	if a.Signal != signalSpans && a.Signal != signalLogs {
-		bad("signal", "must be %q or %q, got %q", signalSpans, signalLogs, a.Signal)
+	sg := signalNamed(a.Signal)
+	if sg == nil {
+		bad("signal", "must be one of %s, got %q", strings.Join(signalNames(), ", "), a.Signal)
+		sg = &signal{} // reads nothing: the other keys are checked as far as they can be
 	}
 	if a.Where != nil {
-		if len(a.Where.SpanKind) > 0 && a.Signal != signalSpans {
+		if len(a.Where.SpanKind) > 0 && !sg.kinds {
 			bad("where.span_kind", "applies to spans only")
 		}
 		for _, k := range a.Where.SpanKind {
@@ -329,17 +328,17 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad("group_by", "empty key")
 		case seen[k]:
 			bad("group_by", "key %q listed twice", k)
-		case fieldSignal(k) != "" && fieldSignal(k) != a.Signal:
-			bad("group_by", "%q applies to %s only", k, fieldSignal(k))
+		case fieldOwner(k) != nil && sg.field(k) < 0:
+			bad("group_by", "%q applies to %s only", k, fieldOwner(k).name)
 		}
 		seen[k] = true
 	}
-	hasValue := a.Signal == signalSpans // spans default to duration
+	hasValue := sg.duration // spans default to duration
 	switch {
 	case a.Value == "":
 	case a.Value == valueDuration:
-		if a.Signal == signalLogs {
-			bad("value", "duration applies to spans only; logs take attribute:<key>")
+		if !sg.duration {
+			bad("value", "duration applies to spans only; %s take attribute:<key>", a.Signal)
 		}
 	case strings.HasPrefix(a.Value, valueAttributePrefix):
 		if strings.TrimPrefix(a.Value, valueAttributePrefix) == "" {
@@ -352,8 +351,8 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 	switch w := a.Weight; {
 	case w == "" || w == weightNoneName:
 	case w == weightAdjustedCountName:
-		if a.Signal == signalLogs {
-			bad("weight", "adjusted_count applies to spans only (logs carry no tracestate); use none or attribute:<key>")
+		if !sg.adjustedCount {
+			bad("weight", "adjusted_count applies to spans only (%s carry no tracestate); use none or attribute:<key>", a.Signal)
 		}
 	case strings.HasPrefix(w, valueAttributePrefix):
 		if strings.TrimPrefix(w, valueAttributePrefix) == "" {
@@ -402,7 +401,7 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 	}
 	if ex := a.Exemplars; ex.Enabled {
 		switch {
-		case a.Signal != signalSpans:
+		case !sg.exemplars:
 			bad("exemplars", "applies to spans only")
 		case !outs[outputHistogram] && !outs[outputMax]:
 			bad("exemplars", "go on the histogram and max outputs; this aggregation has neither")
@@ -460,7 +459,7 @@ func (a *AggregationConfig) weight() string {
 	if a.Weight != "" {
 		return a.Weight
 	}
-	if a.Signal == signalSpans {
+	if sg := signalNamed(a.Signal); sg != nil && sg.adjustedCount {
 		return weightAdjustedCountName
 	}
 	return weightNoneName
@@ -468,7 +467,11 @@ func (a *AggregationConfig) weight() string {
 
 // isDuration reports whether the aggregation's value is the span duration.
 func (a *AggregationConfig) isDuration() bool {
-	return a.Value == valueDuration || (a.Value == "" && a.Signal == signalSpans)
+	if a.Value == "" {
+		sg := signalNamed(a.Signal)
+		return sg != nil && sg.duration // spans' default
+	}
+	return a.Value == valueDuration
 }
 
 // outputs returns the configured outputs, or the default [count].

@@ -6,13 +6,12 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
-// Connector instances. The collector builds one per (input, output) signal pair and hands each batch
-// to every instance for its input: the ->traces and ->logs instances, when they exist, aggregate their
-// signal and route its late data; the ->metrics instances then only deliver results.
+// What every instance has, of both forms. The collector builds a connector instance per (input,
+// output) signal pair and hands each batch to every instance for its input: the ->traces and ->logs
+// instances, when they exist, aggregate their signal and route its late data; the ->metrics instances
+// then only deliver results. Each signal's file holds its instances (spans.go, logs.go).
 
 var connectorCapabilities = consumer.Capabilities{MutatesData: false}
 
@@ -21,7 +20,7 @@ var connectorCapabilities = consumer.Capabilities{MutatesData: false}
 type instance struct {
 	s         *shared
 	sink      *sink
-	feed      int // inputSpans, inputLogs, or -1
+	feed      int // the input it ingests, or -1
 	connector bool
 }
 
@@ -53,93 +52,15 @@ func lateActionFor(cfg *Config, routed bool) lateAction {
 	return lateDropped // drop, or route with no traces->traces or logs->logs pipeline to take them
 }
 
-type tracesToMetrics struct{ instance }
-
-func (c *tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if c.s.lateTraces != nil {
-		return nil // the traces->traces instance aggregates this batch
-	}
-	c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, false))
-	return nil
-}
-
-type logsToMetrics struct{ instance }
-
-func (c *logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if c.s.lateLogs != nil {
-		return nil // the logs->logs instance aggregates this batch
-	}
-	c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, false))
-	return nil
-}
-
-type tracesToTraces struct {
-	instance
-	next consumer.Traces
-}
-
-func (c *tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	late, routed := c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, true))
-	if !routed {
-		return nil
-	}
-	return c.next.ConsumeTraces(ctx, late)
-}
-
-type logsToLogs struct {
-	instance
-	next consumer.Logs
-}
-
-func (c *logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	late, routed := c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, true))
-	if !routed {
-		return nil
-	}
-	return c.next.ConsumeLogs(ctx, late)
-}
-
-func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	return &tracesToMetrics{newInstance(s, s.addSink(next, inputSpans), inputSpans, true)}, nil
-}
-
-func createLogsToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	return &logsToMetrics{newInstance(s, s.addSink(next, inputLogs), inputLogs, true)}, nil
-}
-
-func createTracesToTraces(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
-	s, err := acquireRouting(ctx, set, cfg, func(s *shared) { s.lateTraces = next })
-	if err != nil {
-		return nil, err
-	}
-	return &tracesToTraces{instance: newInstance(s, nil, inputSpans, true), next: next}, nil
-}
-
-func createLogsToLogs(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Logs, error) {
-	s, err := acquireRouting(ctx, set, cfg, func(s *shared) { s.lateLogs = next })
-	if err != nil {
-		return nil, err
-	}
-	return &logsToLogs{instance: newInstance(s, nil, inputLogs, true), next: next}, nil
-}
-
-// acquireRouting acquires the component's state for an instance that routes late data, and lets
-// setNext record, under the state's lock, the pipeline that takes it.
-func acquireRouting(ctx context.Context, set connector.Settings, cfg component.Config, setNext func(*shared)) (*shared, error) {
+// acquireRouting acquires the component's state for an instance that routes the late records of
+// input, and records, under the state's lock, that one does: that instance aggregates its signal.
+func acquireRouting(ctx context.Context, set connector.Settings, cfg component.Config, input int) (*shared, error) {
 	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	setNext(s)
+	s.routes[input] = true
 	s.mu.Unlock()
 	return s, nil
 }

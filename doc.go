@@ -4,14 +4,15 @@
 //
 // The path of a record, and the file that holds each step:
 //
-//	ptrace / plog ─► connector.go, processor.go ─► state.go: one state per component id
-//	   │  ingest.go walks resources, scopes, records      (engine, emitter, checkpoint.go)
+//	ptrace / plog ─► spans.go, logs.go: a signal's instances (both forms), the walk of its pdata,
+//	   │  the record view filled record by record (record.go), its late records' routing
+//	   ▼  state.go: one state per component id (engine, emitter, checkpoint.go)
+//	ingest.go, the core: each aggregation (aggregation.go) reads the view (reading.go): selects,
+//	   │  keys, values and weighs (weight.go) the record, which is staged at its event time
 //	   ▼
-//	recordView (aggregation.go): compileAggregation → matches, value, buildKey
-//	   ▼  series key, event time, value
 //	stream.Batch (processor/stream/engine.go): Begin → SetSource → Stage → Apply → End
 //	   │  shard.go → table.go, series.go → pane.go; watermark.go, source.go; window.go
-//	   ├─ late / future / invalid ─► late.go ─► traces/logs late pipeline, or counted
+//	   ├─ late / future / invalid ─► the signal's file ─► its late pipeline (late.go marks), or counted
 //	   ▼  W passes a window's end
 //	stream.Result with its Point (processor/stream/result.go, point.go)
 //	   ▼

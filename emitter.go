@@ -15,15 +15,6 @@ import (
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-// Which records a metrics output takes results for.
-const (
-	inputSpans = iota
-	inputLogs
-	inputAny // the processor form in a metrics pipeline
-
-	numInputs = inputAny // the input signals
-)
-
 // sink is one metrics output: the consumer behind a connector's traces->metrics or logs->metrics
 // instance, or the rest of the metrics pipeline behind the processor.
 type sink struct {
@@ -53,7 +44,7 @@ type pendingBatch struct {
 type emitter struct {
 	mu           sync.Mutex
 	s            *shared
-	builders     [2]*metricsBuilder // per input signal of the aggregation
+	builders     [numInputs]*metricsBuilder // by the input signal of the aggregation
 	queue        []pendingBatch
 	queuedPoints int          // of the batches in queue
 	queued       atomic.Int64 // queuedPoints, for the telemetry callback, which must not wait for mu
@@ -155,7 +146,7 @@ func (em *emitter) drain(ctx context.Context, mask []bool) {
 }
 
 func (em *emitter) add(r *stream.Result) {
-	em.builders[em.s.aggs[r.Agg].input].add(r)
+	em.builders[em.s.aggs[r.Agg].signal.input].add(r)
 }
 
 // queueBuilt queues what the builders hold for the sinks that take it (under mu).

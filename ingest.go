@@ -6,8 +6,6 @@ import (
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
@@ -51,12 +49,11 @@ type fault struct {
 	weight weightReason
 }
 
-// scratch is what one ingest call reuses: the series-key buffer, the record view with its cache, the
-// outcome of each record, the watermark each expired record was judged by, the source-key buffer,
-// the adjusted count of the last tracestate, and the run itself.
+// scratch is what one ingest call reuses: the series-key buffer, the outcome of each record, the
+// watermark each expired record was judged by, the source-key buffer, the adjusted count of the last
+// tracestate, and the run itself.
 type scratch struct {
 	key         serieskey.Builder
-	view        recordView
 	state       []outcome
 	judgedBy    []int64 // by record; filled only once a record of the call has expired
 	faults      []fault
@@ -71,9 +68,6 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 
 // release returns the scratch to the pool, dropping its references to the batch's data.
 func (sc *scratch) release() {
-	sc.view.setScope(pcommon.Map{}, pcommon.Map{})
-	sc.view.attrs = pcommon.Map{}
-	sc.view.span, sc.view.log, sc.view.traceState = ptrace.Span{}, plog.LogRecord{}, ""
 	sc.traceStates = traceStates{}
 	sc.state = sc.state[:0]
 	sc.judgedBy = sc.judgedBy[:0]
@@ -132,11 +126,11 @@ func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 	}
 }
 
-// stage runs the view's record through the aggregations that select it: each gets the record staged
-// in the batch, at its weight, unless the record's time is invalid or in the future, or it weighs
-// nothing for the aggregation. The record's outcome is settled by apply.
-func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
-	r, kb, b := &run.sc.view, &run.sc.key, run.b
+// stage runs the view's record, at event time t, through the aggregations that select it: each gets
+// the record staged in the batch, at its weight, unless the record's time is invalid or in the future,
+// or it weighs nothing for the aggregation. The record's outcome is settled by apply.
+func (run *ingestRun) stage(aggs []*aggregation, t int64) {
+	r, kb, b := run.r, &run.sc.key, run.b
 	rec := &run.rec
 	rec.Time, rec.Tag = t, int32(len(run.sc.state))
 	st := unmatched
@@ -160,7 +154,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 				run.tl.aheadOfClock++ // aggregated, but W does not follow it past the clock
 			}
 		}
-		v, why := a.value(r, start, end)
+		v, why := a.value(r)
 		if why != valueOK || whyWeight != weightOK {
 			run.sc.faults = append(run.sc.faults, fault{rec.Tag, why, whyWeight})
 		}
@@ -173,10 +167,17 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64, start, end uint64) {
 	run.sc.state = append(run.sc.state, st)
 }
 
+// setIDs sets the trace and span ids of the records staged next, for the aggregations that keep
+// exemplars.
+func (run *ingestRun) setIDs(trace [16]byte, span [8]byte) {
+	run.rec.TraceID, run.rec.SpanID = trace, span
+}
+
 // apply adds the staged records and settles every record's outcome, the worst verdict of its
 // aggregations: expired if some aggregation found it expired, a late update if some added it to a
 // window that had fired.
 func (run *ingestRun) apply() {
+	run.endSource()
 	sc := run.sc
 	state := sc.state
 	run.b.Apply(func(tag int32, vd stream.Verdict, w int64) {
@@ -228,12 +229,13 @@ func (run *ingestRun) lateReason(i int) (string, int64) {
 }
 
 // setSource names the source of the resource's records for the engine, by the values of the
-// watermark.per_source keys on the resource (a missing key counts as empty). It reports whether the
-// source is one past max_sources.
-func (run *ingestRun) setSource(resource pcommon.Map) bool {
+// watermark.per_source keys on the resource (a missing key counts as empty); the records of a source
+// past max_sources are counted as they are staged, until the next resource.
+func (run *ingestRun) setSource(resource pcommon.Map) {
+	run.endSource()
 	keys := run.s.cfg.Watermark.PerSource
 	if len(keys) == 0 {
-		return false
+		return
 	}
 	k := run.sc.sourceKey[:0]
 	for _, key := range keys {
@@ -245,105 +247,41 @@ func (run *ingestRun) setSource(resource pcommon.Map) bool {
 		k = append(k, v...)
 	}
 	run.sc.sourceKey = k
-	return run.b.SetSource(k)
+	if run.b.SetSource(k) {
+		run.sharedFrom = len(run.sc.state)
+	}
 }
 
-// ingestTraces aggregates the spans of td. When action routes late data and some spans come too
-// late, too early or without a timestamp, it returns copies of them and routed true.
-func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool) {
-	if len(s.spanAggs) == 0 {
-		return late, false
+// endSource counts the records staged since setSource named a shared source, if it did.
+func (run *ingestRun) endSource() {
+	if run.sharedFrom >= 0 {
+		run.tl.sharedSource += int64(len(run.sc.state) - run.sharedFrom)
+		run.sharedFrom = -1
 	}
-	run := s.beginRun()
-	r := &run.sc.view
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		first, shared := len(run.sc.state), run.setSource(rs.Resource().Attributes())
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
-			r.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
-			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
-				r.setSpan(sp, s.readKind, s.readStatus)
-				if s.weighsSpans {
-					r.weighSpan(sp, s.readTraceState)
-				}
-				if s.readSpanIDs {
-					run.rec.TraceID, run.rec.SpanID = sp.TraceID(), sp.SpanID()
-				}
-				start, end := uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
-				run.stage(s.spanAggs, timeOf(end), start, end)
-			}
-		}
-		if shared {
-			run.tl.sharedSource += int64(len(run.sc.state) - first)
-		}
-	}
-	run.apply()
-	if action == lateRouted && run.anyLate {
-		late, routed = lateSpans(td, run.lateReason), true
-	}
-	run.finish(ctx, action)
-	return late, routed
 }
 
-// ingestLogs aggregates the log records of ld, as ingestTraces does for spans.
-func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool) {
-	if len(s.logAggs) == 0 {
-		return late, false
-	}
-	run := s.beginRun()
-	r := &run.sc.view
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		rl := rls.At(i)
-		first, shared := len(run.sc.state), run.setSource(rl.Resource().Attributes())
-		sls := rl.ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			sl := sls.At(j)
-			r.setScope(sl.Scope().Attributes(), rl.Resource().Attributes())
-			lrs := sl.LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				lr := lrs.At(k)
-				r.setLog(lr)
-				ts := uint64(lr.Timestamp())
-				if ts == 0 {
-					ts = uint64(lr.ObservedTimestamp())
-				}
-				run.stage(s.logAggs, timeOf(ts), 0, 0)
-			}
-		}
-		if shared {
-			run.tl.sharedSource += int64(len(run.sc.state) - first)
-		}
-	}
-	run.apply()
-	if action == lateRouted && run.anyLate {
-		late, routed = lateLogRecords(ld, run.lateReason), true
-	}
-	run.finish(ctx, action)
-	return late, routed
-}
-
-// ingestRun is one ingest call: its batch, its tally and its scratch.
+// ingestRun is one ingest call: its batch, the view its signal's file fills record by record, its
+// tally and its scratch.
 type ingestRun struct {
 	s       *shared
+	r       *record
 	rec     stream.Record // the record being staged, one aggregation after another
 	now     int64         // wall time the run began at
 	b       *stream.Batch
 	tl      tally
 	sc      *scratch
 	anyLate bool // some record has a late reason
+	// sharedFrom is the first record of a source past max_sources, while one is being staged; -1:
+	// none
+	sharedFrom int
 }
 
-func (s *shared) beginRun() *ingestRun {
+// beginRun begins an ingest call whose records come through view r.
+func (s *shared) beginRun(r *record) *ingestRun {
 	sc := getScratch()
 	run := &sc.run
 	now := s.engine.Now()
-	*run = ingestRun{s: s, sc: sc, now: now, b: s.engine.Begin(now)}
+	*run = ingestRun{s: s, r: r, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1}
 	return run
 }
 

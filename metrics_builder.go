@@ -340,10 +340,3 @@ func (b *metricsBuilder) metric(ro *aggOut, slot int, a *aggregation) pmetric.Me
 	ro.metrics[slot], ro.made[slot] = m, true
 	return m
 }
-
-func recordUnit(signal string) string {
-	if signal == signalLogs {
-		return "log"
-	}
-	return "span"
-}

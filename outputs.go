@@ -151,7 +151,7 @@ func (e *emitted) describe(m pmetric.Metric, a *aggregation, t pmetric.Aggregati
 	m.SetUnit(a.unit)
 	switch e.def.metric {
 	case shapeCount:
-		m.SetUnit("{" + recordUnit(a.signal) + "}")
+		m.SetUnit("{" + a.signal.record + "}")
 		s := m.SetEmptySum()
 		s.SetAggregationTemporality(t)
 		s.SetIsMonotonic(true)

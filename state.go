@@ -28,16 +28,8 @@ type shared struct {
 	cfg    *Config
 	logger *zap.Logger
 	aggs   []*aggregation
-	// aggregations per input signal
-	spanAggs, logAggs []*aggregation
-	// whether some span aggregation reads the span kind or the status code: a span's status lies
-	// apart from the fields every aggregation reads, so reading it only when needed saves a cache line
-	readKind, readStatus bool
-	// whether some span aggregation keeps exemplars: only then are a span's ids read
-	readSpanIDs bool
-	// whether some span aggregation weighs spans (weight other than none), and by their adjusted
-	// count: only then is a span's tracestate read
-	weighsSpans, readTraceState bool
+	// the aggregations of each input signal, and what they read of its records
+	bySignal [numInputs]signalAggs
 
 	engine  *stream.Engine
 	tel     *telemetry
@@ -57,12 +49,12 @@ type shared struct {
 	connectorDone  [numInputs]bool
 	processorFeeds [numInputs]int
 	drained        []bool
-	// The consumers of a connector's traces->traces and logs->logs instances: they aggregate their
-	// signal (so that the ->metrics instance, handed the same batches, does not) and route late data.
-	lateTraces consumer.Traces
-	lateLogs   consumer.Logs
-	stop       chan struct{}
-	done       chan struct{}
+	// routes: a connector's ->traces (->logs) instance exists for the signal: it aggregates the
+	// signal's batches (so that the ->metrics instance, handed the same batches, does not) and routes
+	// their late records.
+	routes [numInputs]bool
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 var (
@@ -134,16 +126,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 			return nil, err
 		}
 		s.aggs = append(s.aggs, a)
-		if a.signal == signalLogs {
-			s.logAggs = append(s.logAggs, a)
-		} else {
-			s.spanAggs = append(s.spanAggs, a)
-			kind, status := a.readsSpanFields()
-			s.readKind, s.readStatus = s.readKind || kind, s.readStatus || status
-			s.readSpanIDs = s.readSpanIDs || a.exemplars > 0
-			s.weighsSpans = s.weighsSpans || a.weight != weighNone
-			s.readTraceState = s.readTraceState || a.weight == weighAdjustedCount
-		}
+		s.bySignal[a.signal.input].add(a)
 		ecfg.Aggregations = append(ecfg.Aggregations, a.engineAggregation(cfg.MaxSeries))
 	}
 	var err error
@@ -372,7 +355,7 @@ func (s *shared) drainEnded(ctx context.Context, leaving *sink) {
 		if s.drained[i] {
 			continue
 		}
-		if s.inputEnded(a.input) || (leaving != nil && len(s.sinksForLocked(a.input, leaving)) == 0) {
+		if in := a.signal.input; s.inputEnded(in) || (leaving != nil && len(s.sinksForLocked(in, leaving)) == 0) {
 			mask[i], s.drained[i], any = true, true, true
 		}
 	}

@@ -1,0 +1,248 @@
+package windowaggregator
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/windowaggregator/windowaggregator/processor/serieskey"
+)
+
+// What an aggregation reads of a record, through the view (record.go): whether it selects it, its
+// series key, its value and its weight.
+
+// keyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), or an
+// attribute.
+type keyRef struct {
+	name  string
+	field int // index in the signal's fields; -1: an attribute
+}
+
+func newKeyRef(name string, sg *signal) keyRef { return keyRef{name: name, field: sg.field(name)} }
+
+// condition is one where.attributes equality.
+type condition struct {
+	key  keyRef
+	want pcommon.Value
+}
+
+func (c *condition) holds(r *record) bool {
+	if c.key.field >= 0 {
+		return c.want.Type() == pcommon.ValueTypeStr && c.want.Str() == r.field[c.key.field]
+	}
+	got, _, ok := r.lookup(c.key.name)
+	if !ok {
+		return false
+	}
+	return valuesEqual(got, c.want)
+}
+
+// valuesEqual compares a record's value with a configured one: same type and value, numbers across
+// int and double by value, and otherwise by their string forms (so "200" matches the int 200).
+func valuesEqual(got, want pcommon.Value) bool {
+	switch {
+	case got.Type() == want.Type():
+		return got.Equal(want)
+	case isNumber(got) && isNumber(want):
+		return asFloat(got) == asFloat(want)
+	}
+	return got.AsString() == want.AsString()
+}
+
+func isNumber(v pcommon.Value) bool {
+	return v.Type() == pcommon.ValueTypeInt || v.Type() == pcommon.ValueTypeDouble
+}
+
+func asFloat(v pcommon.Value) float64 {
+	if v.Type() == pcommon.ValueTypeInt {
+		return float64(v.Int())
+	}
+	return v.Double()
+}
+
+// matches applies the where clause.
+func (c *aggregation) matches(r *record) bool {
+	// kinds is set on span aggregations only (config refuses it elsewhere). A kind outside the enum
+	// (OTLP carries any int32) shifts the bit out of the uint8: it matches no configured kind.
+	if c.kinds != 0 && c.kinds&(1<<uint32(r.kind)) == 0 {
+		return false
+	}
+	for i := range c.where {
+		if !c.where[i].holds(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxKeyValueLen bounds each string or bytes group-by value in a series key: longer values are cut
+// to this many bytes (and counted), so that a flood of huge attribute values cannot exhaust memory.
+const maxKeyValueLen = 4096
+
+// buildKey writes the record's series key and reports whether it had to cut a value.
+func (c *aggregation) buildKey(b *serieskey.Builder, r *record) (truncated bool) {
+	b.Reset()
+	for _, k := range c.groupBy {
+		if k.field >= 0 {
+			b.Str(serieskey.Record, r.field[k.field])
+			continue
+		}
+		v, src, ok := r.lookup(k.name)
+		if !ok {
+			b.Absent()
+			continue
+		}
+		// Most group-by values are strings: Str is one type check, Type a switch over every type.
+		if str := v.Str(); str != "" && len(str) <= maxKeyValueLen {
+			b.Str(src, str)
+			continue
+		}
+		truncated = appendValue(b, src, v) || truncated
+	}
+	return truncated
+}
+
+// appendValue appends a group-by value of any type to the key (maps and slices as their JSON form),
+// and reports whether it had to cut it.
+func appendValue(b *serieskey.Builder, src serieskey.Source, v pcommon.Value) (truncated bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		str := v.Str()
+		if len(str) > maxKeyValueLen {
+			str, truncated = cutUTF8(str, maxKeyValueLen), true
+		}
+		b.Str(src, str)
+	case pcommon.ValueTypeInt:
+		b.Int(src, v.Int())
+	case pcommon.ValueTypeDouble:
+		b.Double(src, v.Double())
+	case pcommon.ValueTypeBool:
+		b.Bool(src, v.Bool())
+	case pcommon.ValueTypeBytes:
+		raw := v.Bytes().AsRaw()
+		if len(raw) > maxKeyValueLen {
+			raw, truncated = raw[:maxKeyValueLen], true
+		}
+		b.Bytes(src, raw)
+	case pcommon.ValueTypeEmpty:
+		b.Absent()
+	default: // maps and slices: their JSON form, as a string
+		str := v.AsString()
+		if len(str) > maxKeyValueLen {
+			str, truncated = cutUTF8(str, maxKeyValueLen), true
+		}
+		b.Str(src, str)
+	}
+	return truncated
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Reasons a record has no value, by index; each name is a counter attribute.
+type valueReason uint8
+
+const (
+	valueOK valueReason = iota
+	valueMissing
+	valueNotNumeric
+	valueNotFinite
+	valueEndBeforeStart
+	valueNoStart
+	numValueReasons
+)
+
+var valueReasonNames = [numValueReasons]string{
+	valueMissing: "missing", valueNotNumeric: "not_numeric", valueNotFinite: "not_finite", valueEndBeforeStart: "end_before_start",
+	valueNoStart: "no_start",
+}
+
+// value returns the record's value, or NaN and the reason there is none. A span without a start has
+// no duration, however long since 1970 its end.
+func (c *aggregation) value(r *record) (float64, valueReason) {
+	switch {
+	case !c.hasValue:
+		return math.NaN(), valueOK
+	case !c.duration:
+		return number(r, c.valueKey)
+	case r.start == 0:
+		return math.NaN(), valueNoStart
+	case r.end < r.start:
+		return math.NaN(), valueEndBeforeStart
+	}
+	return float64(r.end-r.start) / c.unitScale, valueOK
+}
+
+// weighsOne reports, without a call, that the record weighs 1 for the aggregation: it weighs none,
+// or it is a span without a tracestate (the most common case of the default, adjusted_count).
+func (c *aggregation) weighsOne(r *record) bool {
+	return c.weight == weighNone || (c.weight == weighAdjustedCount && r.traceState == "")
+}
+
+// weigh returns the weight of the record for the aggregation, and why it is not the configured one
+// (weightOK if it is). A weight of 0 (a weight below 1, rounded down) means the record stands for no
+// record of the aggregation.
+func (c *aggregation) weigh(r *record, ts *traceStates) (uint32, weightReason) {
+	var w float64
+	var why weightReason
+	switch c.weight {
+	case weighNone:
+		return 1, weightOK
+	case weighAdjustedCount:
+		w, why = r.adjustedCount(ts)
+	default:
+		w, why = positiveWeight(number(r, c.weightKey))
+	}
+	if w == 1 { // unsampled, or a weight that could not be read: no rounding
+		return 1, why
+	}
+	return roundWeight(w, r.weightSeed)
+}
+
+// number reads key k of the record as a number: an int, a double, or a string holding one; else NaN
+// and the reason.
+func number(r *record, k keyRef) (float64, valueReason) {
+	if k.field >= 0 { // a record field such as severity.text, read as a number
+		return parseValue(r.field[k.field])
+	}
+	v, _, ok := r.lookup(k.name)
+	if !ok {
+		return math.NaN(), valueMissing
+	}
+	var f float64
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		f = float64(v.Int())
+	case pcommon.ValueTypeDouble:
+		f = v.Double()
+	case pcommon.ValueTypeStr:
+		return parseValue(v.Str())
+	default:
+		return math.NaN(), valueNotNumeric
+	}
+	return finite(f)
+}
+
+// parseValue reads a number written in a string.
+func parseValue(str string) (float64, valueReason) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(str), 64)
+	if err != nil {
+		return math.NaN(), valueNotNumeric
+	}
+	return finite(f)
+}
+
+func finite(f float64) (float64, valueReason) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return math.NaN(), valueNotFinite
+	}
+	return f, valueOK
+}

@@ -1,0 +1,99 @@
+package windowaggregator
+
+// A signal is one kind of record the component aggregates. The core (ingest.go) stages, applies and
+// tallies the records of any signal, read through one view (record.go); each signal has a file of its
+// own (spans.go, logs.go) that walks its pdata, fills the view record by record, routes its late
+// records, and holds its connector and processor instances. A new signal is a file and an entry of
+// signals.
+type signal struct {
+	name   string // the value of an aggregation's signal key
+	input  int    // its index in signals, and in the per-signal tables of the state and the emitter
+	record string // what one record is called: the unit of count ({span}, {log})
+	// fields are the signal's special keys: fields of its records that group_by, where.attributes
+	// and value: attribute:<key> name as if they were attributes (span.name, severity.text). The
+	// view holds their values by index (record.field).
+	fields []string
+	// What of the configuration applies to it.
+	duration      bool // value: duration (records with a start and an end)
+	adjustedCount bool // weight: adjusted_count (records with a tracestate)
+	exemplars     bool // exemplars (records with trace and span ids)
+	kinds         bool // where.span_kind (records with a kind)
+}
+
+// The signals, by input. inputAny is the processor form in a metrics pipeline, which takes the
+// results of every signal.
+const (
+	inputSpans = iota
+	inputLogs
+	numInputs
+	inputAny = numInputs
+)
+
+var signals = [numInputs]*signal{inputSpans: spanSignal, inputLogs: logSignal}
+
+// signalNamed returns the signal whose configuration name is name, or nil.
+func signalNamed(name string) *signal {
+	for _, sg := range signals {
+		if sg.name == name {
+			return sg
+		}
+	}
+	return nil
+}
+
+// field returns the index of special key name among the signal's fields, or -1 for an attribute.
+func (sg *signal) field(name string) int {
+	for i, f := range sg.fields {
+		if f == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// fieldOwner returns the signal whose special key name is, if it is one of some signal's, else nil:
+// configuration errors name it ("span.name applies to spans only").
+func fieldOwner(name string) *signal {
+	for _, sg := range signals {
+		if sg.field(name) >= 0 {
+			return sg
+		}
+	}
+	return nil
+}
+
+// signalNames lists the signals' configuration names, for errors.
+func signalNames() []string {
+	out := make([]string, len(signals))
+	for i, sg := range signals {
+		out[i] = sg.name
+	}
+	return out
+}
+
+// signalAggs are the aggregations of one signal and what they read of its records: the signal's file
+// reads only that.
+type signalAggs struct {
+	aggs []*aggregation
+	// fields: bit i, some aggregation reads the signal's special key i
+	fields uint32
+	// ids: some keeps exemplars, for which the records' trace and span ids are read
+	ids bool
+	// weighs: some weighs records (weight other than none); adjusted: by their adjusted count, for
+	// which spans' tracestates are read
+	weighs, adjusted bool
+	// kinds: some selects records by their kind (where.span_kind)
+	kinds bool
+}
+
+func (sa *signalAggs) add(a *aggregation) {
+	sa.aggs = append(sa.aggs, a)
+	sa.fields |= a.fields()
+	sa.ids = sa.ids || a.exemplars > 0
+	sa.weighs = sa.weighs || a.weight != weighNone
+	sa.adjusted = sa.adjusted || a.weight == weighAdjustedCount
+	sa.kinds = sa.kinds || a.kinds != 0
+}
+
+// reads reports whether some aggregation reads special key i.
+func (sa *signalAggs) reads(i int) bool { return sa.fields&(1<<i) != 0 }
