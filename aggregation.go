@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
@@ -17,6 +19,14 @@ type aggregation struct {
 	kinds   uint8   // where.span_kind: bit per ptrace.SpanKind; 0: any
 	where   []condition
 	groupBy []keyRef
+	// computed: some of what it reads is computed (OTTL) or defaulted, and takes the general path
+	// (ingestRun.readComputed); the others read as plain aggregations always have
+	computed bool
+	// conditions are where.conditions: any one true selects a record; valueExpr is value: {ottl}
+	conditions []ottlCondition
+	valueExpr  ottlValue
+	// ottlErrorOptions are the attributes its OTTL errors are counted with, by clause
+	ottlErrorOptions [numOTTLClauses][]metric.AddOption
 	// stampsInstance: its output resources carry the outputs' service.instance.id (shared.instance;
 	// it does not group by that key)
 	stampsInstance bool
@@ -37,9 +47,24 @@ type aggregation struct {
 	exemplars int
 }
 
-func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
+// compileAggregation compiles aggregation a, the index-th, its OTTL with a parser of telemetry set.
+func compileAggregation(index int, a AggregationConfig, set component.TelemetrySettings) (*aggregation, error) {
 	sg := signalNamed(a.Signal)
 	c := &aggregation{index: index, name: a.Name, signal: sg, histMax: defaultHistogramMaxSize}
+	c.ottlErrorOptions = ottlErrorOptions(a.Name)
+	var parser ottlParser // made for the first expression
+	parse := func(what string, p func(ottlParser) error) error {
+		if parser == nil {
+			var err error
+			if parser, err = sg.newParser(set); err != nil {
+				return fmt.Errorf("aggregation %q: %s: %w", a.Name, what, err)
+			}
+		}
+		if err := p(parser); err != nil {
+			return fmt.Errorf("aggregation %q: %s: %w", a.Name, what, err)
+		}
+		return nil
+	}
 	if h := a.Histogram; h != nil && h.Exponential != nil && h.Exponential.MaxSize != 0 {
 		c.histMax = h.Exponential.MaxSize
 	}
@@ -54,9 +79,35 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 			}
 			c.where = append(c.where, condition{key: newKeyRef(k, sg), want: want})
 		}
+		for i, expr := range a.Where.Conditions {
+			if err := parse(fmt.Sprintf("where.conditions[%d]", i), func(p ottlParser) error {
+				cond, err := p.condition(expr)
+				c.conditions = append(c.conditions, cond)
+				return err
+			}); err != nil {
+				return nil, err
+			}
+		}
 	}
-	for _, k := range a.GroupBy {
-		c.groupBy = append(c.groupBy, newKeyRef(k, sg))
+	for i, k := range a.GroupBy {
+		ref := newKeyRef(k.Key, sg)
+		if k.OTTL != "" {
+			ref.field = -1 // computed: never the record's field of that name
+			if err := parse(fmt.Sprintf("group_by[%d]", i), func(p ottlParser) (err error) {
+				ref.expr, err = p.value(k.OTTL)
+				return err
+			}); err != nil {
+				return nil, err
+			}
+		}
+		if k.Default != nil {
+			ref.def, ref.hasDef = pcommon.NewValueEmpty(), true
+			if err := ref.def.FromRaw(k.Default); err != nil {
+				return nil, fmt.Errorf("aggregation %q: group_by[%d].default: %w", a.Name, i, err)
+			}
+		}
+		c.computed = c.computed || ref.expr != nil || k.Default != nil
+		c.groupBy = append(c.groupBy, ref)
 	}
 	c.stampsInstance = stampsInstance(c)
 	switch {
@@ -67,10 +118,19 @@ func compileAggregation(index int, a AggregationConfig) (*aggregation, error) {
 			c.unit = "ms"
 		}
 		c.unitScale = unitScale[c.unit]
-	case strings.HasPrefix(a.Value, valueAttributePrefix):
-		c.valueKey = newKeyRef(strings.TrimPrefix(a.Value, valueAttributePrefix), sg)
+	case strings.HasPrefix(a.Value.Source, valueAttributePrefix):
+		c.valueKey = newKeyRef(strings.TrimPrefix(a.Value.Source, valueAttributePrefix), sg)
+		c.hasValue = true
+	case a.Value.OTTL != "":
+		if err := parse("value", func(p ottlParser) (err error) {
+			c.valueExpr, err = p.value(a.Value.OTTL)
+			return err
+		}); err != nil {
+			return nil, err
+		}
 		c.hasValue = true
 	}
+	c.computed = c.computed || len(c.conditions) > 0 || c.valueExpr != nil
 	switch w := a.weight(); {
 	case w == weightAdjustedCountName:
 		c.weight = weighAdjustedCount

@@ -62,7 +62,7 @@ func TestBadValuesAreCountedWithoutValue(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Aggregations = []AggregationConfig{
 		{Name: "d", Signal: "spans", Outputs: []string{"count", "sum", "max"}},
-		{Name: "v", Signal: "spans", Value: "attribute:v", Outputs: []string{"count", "sum", "max"}},
+		{Name: "v", Signal: "spans", Value: ValueConfig{Source: "attribute:v"}, Outputs: []string{"count", "sum", "max"}},
 	}
 	h := newConnectorHarness(t, cfg, false)
 	td := traces(
@@ -93,7 +93,7 @@ func TestBadValuesAreCountedWithoutValue(t *testing.T) {
 func TestVeryLongGroupByValuesAreCut(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
-	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"user"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("user")}}
 	h := newConnectorHarness(t, cfg, false)
 	long := strings.Repeat("é", 1<<20) // 2 MiB of two-byte runes
 	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 1, attrs: map[string]any{"user": long}},
@@ -133,7 +133,7 @@ func TestMillionDistinctKeysStayWithinMaxSeries(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
 	cfg.MaxSeries = 1000
-	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"id"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("id")}}
 	h := newConnectorHarness(t, cfg, false)
 	const total, perBatch = 1_000_000, 10_000
 	for b := 0; b < total/perBatch; b++ {
@@ -181,7 +181,7 @@ func TestSpanKindOutsideTheEnum(t *testing.T) {
 func TestKindAndStatusOutsideTheEnumAsKeys(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
-	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"span.kind", "status.code"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("span.kind", "status.code")}}
 	h := newConnectorHarness(t, cfg, false)
 	td := traces(spanSpec{service: "a", name: "x", end: 1, kind: ptrace.SpanKind(1 << 20)})
 	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).Status().SetCode(ptrace.StatusCode(99))

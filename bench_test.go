@@ -68,7 +68,7 @@ func BenchmarkConnectorTraces(b *testing.B) {
 			cfg.Emit.Interval = time.Hour
 			cfg.Watermark.MaxFutureSkew = maxDuration
 			cfg.Aggregations = []AggregationConfig{{Name: "http", Signal: "spans",
-				GroupBy: []string{"service.name", "span.name", "http.request.method"}, Outputs: outputs}}
+				GroupBy: keys("service.name", "span.name", "http.request.method"), Outputs: outputs}}
 			set := connectortest.NewNopSettings(Type)
 			c, err := NewConnectorFactory().CreateTracesToMetrics(context.Background(), set, cfg, consumertest.NewNop())
 			if err != nil {
@@ -108,8 +108,8 @@ func BenchmarkMetricsBuilder(b *testing.B) {
 	for _, outputs := range [][]string{{"count", "avg", "p50", "p95", "p99", "max"}, {"count", "sum", "histogram"}} {
 		b.Run(fmt.Sprint(outputs), func(b *testing.B) {
 			cfgs := []AggregationConfig{{Name: "http", Signal: "spans",
-				GroupBy: []string{"service.name", "span.name", "http.request.method"}, Outputs: outputs}}
-			agg, err := compileAggregation(0, cfgs[0])
+				GroupBy: keys("service.name", "span.name", "http.request.method"), Outputs: outputs}}
+			agg, err := compileAggregation(0, cfgs[0], validationSettings)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -155,8 +155,8 @@ func BenchmarkMetricsBuilder(b *testing.B) {
 // fields without building a key, for comparison): group_by service.name (resource), span.name and
 // http.request.method.
 func BenchmarkBuildKey(b *testing.B) {
-	cfg := AggregationConfig{Name: "http", Signal: "spans", GroupBy: []string{"service.name", "span.name", "http.request.method"}}
-	agg, err := compileAggregation(0, cfg)
+	cfg := AggregationConfig{Name: "http", Signal: "spans", GroupBy: keys("service.name", "span.name", "http.request.method")}
+	agg, err := compileAggregation(0, cfg, validationSettings)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func BenchmarkBuildKey(b *testing.B) {
 					sss := rs.ScopeSpans()
 					for j := 0; j < sss.Len(); j++ {
 						ss := sss.At(j)
-						r.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
+						r.setScope(rs, ss)
 						spans := ss.Spans()
 						for k := 0; k < spans.Len(); k++ {
 							r.read(spans.At(k))
@@ -212,7 +212,7 @@ func checkpointed10k(b *testing.B) (*memStorage, *shared, func(ptrace.Traces)) {
 	cfg.MaxSeries = 20000
 	cfg.Storage = &storageID
 	cfg.Checkpoint.Interval = time.Hour // saves come from the benchmark
-	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: []string{"service.name", "span.name"}, Outputs: []string{"count", "sum", "p99"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: keys("service.name", "span.name"), Outputs: []string{"count", "sum", "p99"}}}
 	st := &memStorage{data: map[string][]byte{}}
 	set := connectortest.NewNopSettings(Type)
 	c, err := NewConnectorFactory().CreateTracesToMetrics(ctx, set, cfg, consumertest.NewNop())

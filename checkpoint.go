@@ -141,8 +141,8 @@ func (c *checkpointer) fingerprint() string {
 		Name    string
 		Signal  string
 		Where   WhereConfig
-		GroupBy []string
-		Value   string
+		GroupBy []GroupByKey
+		Value   ValueConfig
 		Unit    string
 		Weight  string
 		Outputs []string

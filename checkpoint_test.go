@@ -184,7 +184,7 @@ func TestCheckpointFromOtherAggregationsIsNotRestored(t *testing.T) {
 		want   string
 	}{
 		{"name", func(a *AggregationConfig) { a.Name = "other" }, "restore_failed"},
-		{"group_by", func(a *AggregationConfig) { a.GroupBy = []string{"span.name"} }, "restore_failed"},
+		{"group_by", func(a *AggregationConfig) { a.GroupBy = keys("span.name") }, "restore_failed"},
 		{"explicit_buckets", func(a *AggregationConfig) {
 			a.Histogram = &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{"10ms", "1s"}}}
 		}, "restore_failed"},
@@ -265,7 +265,7 @@ func TestQueuedResultsOfAStoppedOutputOutliveTheOtherOutputsFlushes(t *testing.T
 	st := &memStorage{data: map[string][]byte{}}
 	cfg := latencyConfig()
 	cfg.Aggregations = append(cfg.Aggregations, AggregationConfig{
-		Name: "logn", Signal: "logs", GroupBy: []string{"service.name"}, Outputs: []string{"count"},
+		Name: "logn", Signal: "logs", GroupBy: keys("service.name"), Outputs: []string{"count"},
 	})
 	cfg.Storage = &storageID
 	f := NewConnectorFactory()

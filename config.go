@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/windowaggregator/windowaggregator/processor/stream"
@@ -28,12 +29,16 @@ type Config struct {
 	// re-emits the window's slide with the late records alone.
 	LateFirings string `mapstructure:"late_firings"`
 	// SeriesExpiration ends a cumulative series after this much event time without records.
-	SeriesExpiration time.Duration       `mapstructure:"series_expiration"`
-	MaxSeries        int                 `mapstructure:"max_series"`
-	Storage          *component.ID       `mapstructure:"storage"`
-	Aggregations     []AggregationConfig `mapstructure:"aggregations"`
-	Emit             EmitConfig          `mapstructure:"emit"`
-	Checkpoint       CheckpointConfig    `mapstructure:"checkpoint"`
+	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
+	MaxSeries        int           `mapstructure:"max_series"`
+	Storage          *component.ID `mapstructure:"storage"`
+	// ErrorMode says what an OTTL error on a record does: ignore (the default) and silent take the
+	// condition as false, the key or the value as missing, and count it (ignore also logs it, at a
+	// bounded rate); propagate refuses the batch with the error.
+	ErrorMode    ottl.ErrorMode      `mapstructure:"error_mode"`
+	Aggregations []AggregationConfig `mapstructure:"aggregations"`
+	Emit         EmitConfig          `mapstructure:"emit"`
+	Checkpoint   CheckpointConfig    `mapstructure:"checkpoint"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -83,12 +88,15 @@ type CheckpointConfig struct {
 
 // AggregationConfig is one aggregation.
 type AggregationConfig struct {
-	Name    string       `mapstructure:"name"`
-	Signal  string       `mapstructure:"signal"`
-	Where   *WhereConfig `mapstructure:"where"`
-	GroupBy []string     `mapstructure:"group_by"`
-	Value   string       `mapstructure:"value"`
-	Unit    string       `mapstructure:"unit"`
+	Name   string       `mapstructure:"name"`
+	Signal string       `mapstructure:"signal"`
+	Where  *WhereConfig `mapstructure:"where"`
+	// GroupBy are the series' dimensions: a key, as in service.name, or {key, default} or
+	// {key, ottl}.
+	GroupBy []GroupByKey `mapstructure:"group_by"`
+	// Value is what the value outputs measure: duration, attribute:<key>, or {ottl: <expression>}.
+	Value ValueConfig `mapstructure:"value"`
+	Unit  string      `mapstructure:"unit"`
 	// Weight is what a record stands for: adjusted_count (spans' default: the sampling's adjusted
 	// count, from the span's tracestate), none (logs' default: 1), or attribute:<key>.
 	Weight  string   `mapstructure:"weight"`
@@ -152,10 +160,42 @@ const (
 	minHistogramMaxSize = 2
 )
 
-// WhereConfig selects the records an aggregation counts.
+// WhereConfig selects the records an aggregation counts: every clause must hold.
 type WhereConfig struct {
 	SpanKind   []string       `mapstructure:"span_kind"`
 	Attributes map[string]any `mapstructure:"attributes"`
+	// Conditions are OTTL conditions, with path context names (span., log., resource., scope.): a
+	// record is selected if any of them is true.
+	Conditions []string `mapstructure:"conditions"`
+}
+
+// GroupByKey is one dimension of an aggregation's series: the value of Key on the record (its
+// attributes, its scope's, its resource's, or a special key of its signal), or of OTTL, an expression
+// computed from the record; Default stands in for a value the record lacks. In YAML a plain key is
+// written as a string.
+type GroupByKey struct {
+	Key     string `mapstructure:"key"`
+	Default any    `mapstructure:"default"`
+	OTTL    string `mapstructure:"ottl"`
+}
+
+// UnmarshalText takes the plain form, a key.
+func (g *GroupByKey) UnmarshalText(text []byte) error {
+	*g = GroupByKey{Key: string(text)}
+	return nil
+}
+
+// ValueConfig is an aggregation's value: Source, written as a string (duration, attribute:<key>), or
+// OTTL, an expression ({ottl: ...}).
+type ValueConfig struct {
+	Source string `mapstructure:"-"`
+	OTTL   string `mapstructure:"ottl"`
+}
+
+// UnmarshalText takes the plain form, duration or attribute:<key>.
+func (v *ValueConfig) UnmarshalText(text []byte) error {
+	*v = ValueConfig{Source: string(text)}
+	return nil
 }
 
 const (
@@ -185,6 +225,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		Watermark:   WatermarkConfig{MaxFutureSkew: 5 * time.Minute, SourceIdleTimeout: time.Minute, MaxSources: 1000},
 		LateData:    LateDataConfig{Action: actionRoute},
+		ErrorMode:   ottl.IgnoreError,
 		Temporality: temporalityCumulative, LateFirings: lateFold, SeriesExpiration: 5 * time.Minute,
 		MaxSeries:  10000,
 		Emit:       EmitConfig{Interval: time.Second, MaxPendingPoints: 100000, MaxPointsPerSend: 2000},
@@ -249,6 +290,11 @@ func (c *Config) Validate() error {
 	if c.Emit.MaxPendingPoints < c.Emit.MaxPointsPerSend {
 		bad("emit.max_pending_points", "must be at least emit.max_points_per_send (%d), got %d", c.Emit.MaxPointsPerSend, c.Emit.MaxPendingPoints)
 	}
+	switch c.ErrorMode {
+	case ottl.IgnoreError, ottl.SilentError, ottl.PropagateError:
+	default:
+		bad("error_mode", "must be %q, %q or %q, got %q", ottl.IgnoreError, ottl.SilentError, ottl.PropagateError, c.ErrorMode)
+	}
 	if a := c.LateData.Action; a != actionRoute && a != actionDrop {
 		bad("late_data.action", "must be %q or %q, got %q", actionRoute, actionDrop, a)
 	}
@@ -300,6 +346,29 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 		bad("signal", "must be one of %s, got %q", strings.Join(signalNames(), ", "), a.Signal)
 		sg = &signal{} // reads nothing: the other keys are checked as far as they can be
 	}
+	// parse checks that OTTL expression expr parses for the signal, as what says (condition, value).
+	var parser ottlParser
+	parse := func(sub, expr string, what func(ottlParser, string) error) {
+		if parser == nil && sg.ottl != nil {
+			var err error
+			if parser, err = sg.newParser(validationSettings); err != nil {
+				bad(sub, "%v", err)
+				return
+			}
+		}
+		switch {
+		case strings.TrimSpace(expr) == "":
+			bad(sub, "empty OTTL expression")
+		case parser == nil:
+			bad(sub, "%s take no OTTL", a.Signal)
+		default:
+			if err := what(parser, expr); err != nil {
+				bad(sub, "%v", err)
+			}
+		}
+	}
+	isCondition := func(p ottlParser, expr string) error { _, err := p.condition(expr); return err }
+	isValue := func(p ottlParser, expr string) error { _, err := p.value(expr); return err }
 	if a.Where != nil {
 		if len(a.Where.SpanKind) > 0 && !sg.kinds {
 			bad("where.span_kind", "applies to spans only")
@@ -320,33 +389,48 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 				bad("where.attributes", "%q: value must be a string, number or bool, got %T", k, v)
 			}
 		}
+		for i, expr := range a.Where.Conditions {
+			parse(fmt.Sprintf("where.conditions[%d]", i), expr, isCondition)
+		}
 	}
 	seen := map[string]bool{}
-	for _, k := range a.GroupBy {
+	for i, g := range a.GroupBy {
+		sub, k := fmt.Sprintf("group_by[%d]", i), g.Key
 		switch {
 		case k == "":
-			bad("group_by", "empty key")
+			bad(sub, "a key is required (as in service.name, or {key: route, ottl: ...})")
 		case seen[k]:
-			bad("group_by", "key %q listed twice", k)
-		case fieldOwner(k) != nil && sg.field(k) < 0:
-			bad("group_by", "%q applies to %s only", k, fieldOwner(k).name)
+			bad(sub, "key %q listed twice", k)
+		case g.OTTL == "" && fieldOwner(k) != nil && sg.field(k) < 0:
+			bad(sub, "%q applies to %s only", k, fieldOwner(k).name)
 		}
 		seen[k] = true
+		if g.OTTL != "" {
+			parse(sub, g.OTTL, isValue)
+		}
+		switch g.Default.(type) {
+		case nil, string, bool, int, int64, float64, uint64:
+		default:
+			bad(sub+".default", "must be a string, number or bool, got %T", g.Default)
+		}
 	}
 	hasValue := sg.duration // spans default to duration
-	switch {
-	case a.Value == "":
-	case a.Value == valueDuration:
+	switch v := a.Value.Source; {
+	case a.Value.OTTL != "":
+		parse("value", a.Value.OTTL, isValue)
+		hasValue = true
+	case v == "":
+	case v == valueDuration:
 		if !sg.duration {
 			bad("value", "duration applies to spans only; %s take attribute:<key>", a.Signal)
 		}
-	case strings.HasPrefix(a.Value, valueAttributePrefix):
-		if strings.TrimPrefix(a.Value, valueAttributePrefix) == "" {
+	case strings.HasPrefix(v, valueAttributePrefix):
+		if strings.TrimPrefix(v, valueAttributePrefix) == "" {
 			bad("value", "attribute: needs a key, as in attribute:http.response.body.size")
 		}
 		hasValue = true
 	default:
-		bad("value", "must be duration or attribute:<key>, got %q", a.Value)
+		bad("value", "must be duration, attribute:<key> or {ottl: <expression>}, got %q", v)
 	}
 	switch w := a.Weight; {
 	case w == "" || w == weightNoneName:
@@ -467,11 +551,11 @@ func (a *AggregationConfig) weight() string {
 
 // isDuration reports whether the aggregation's value is the span duration.
 func (a *AggregationConfig) isDuration() bool {
-	if a.Value == "" {
+	if a.Value == (ValueConfig{}) {
 		sg := signalNamed(a.Signal)
 		return sg != nil && sg.duration // spans' default
 	}
-	return a.Value == valueDuration
+	return a.Value.Source == valueDuration
 }
 
 // outputs returns the configured outputs, or the default [count].

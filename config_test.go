@@ -44,7 +44,7 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 		len(cfg.Watermark.PerSource) != 0 || cfg.Watermark.SourceIdleTimeout != time.Minute || cfg.Watermark.MaxSources != 1000 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	a, err := compileAggregation(0, cfg.Aggregations[0])
+	a, err := compileAggregation(0, cfg.Aggregations[0], validationSettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 	if a.weight != weighAdjustedCount {
 		t.Fatalf("spans weigh by adjusted count by default; weight %v", a.weight)
 	}
-	logsAgg, err := compileAggregation(0, AggregationConfig{Name: "l", Signal: "logs"})
+	logsAgg, err := compileAggregation(0, AggregationConfig{Name: "l", Signal: "logs"}, validationSettings)
 	if err != nil || logsAgg.weight != weighNone {
 		t.Fatalf("logs weigh 1 by default; weight %v (%v)", logsAgg.weight, err)
 	}
@@ -73,10 +73,12 @@ func TestFullConfigLoads(t *testing.T) {
 		len(cfg.Aggregations) != 4 || cfg.Aggregations[0].Where.Attributes["http.request.method"] != "GET" ||
 		cfg.Aggregations[0].Histogram.Exponential.MaxSize != 320 || cfg.Temporality != "delta" || cfg.LateFirings != "revise" ||
 		cfg.Aggregations[0].Weight != "none" || cfg.Aggregations[3].Weight != "attribute:sample.rate" ||
+		cfg.ErrorMode != "propagate" || len(cfg.Aggregations[0].Where.Conditions) != 1 || cfg.Aggregations[0].GroupBy[3].Default != "unmatched" ||
+		cfg.Aggregations[0].GroupBy[4].OTTL == "" || cfg.Aggregations[3].Value.OTTL == "" || cfg.Aggregations[1].GroupBy[0].Key != "service.name" ||
 		cfg.SeriesExpiration != 10*time.Minute {
 		t.Fatalf("full: %+v", cfg)
 	}
-	a, err := compileAggregation(0, cfg.Aggregations[0])
+	a, err := compileAggregation(0, cfg.Aggregations[0], validationSettings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +121,14 @@ var invalidConfigs = map[string][]string{
 	"adjusted_count_on_logs":             {"aggregations[0] (a).weight", "spans only", "no tracestate"},
 	"bad_weight":                         {"aggregations[0] (a).weight", `"tracestate"`},
 	"empty_attribute_weight":             {"aggregations[0] (a).weight", "needs a key"},
+	"condition_does_not_parse":           {"aggregations[0] (a).where.conditions[1]", "invalid syntax"},
+	"condition_of_another_context":       {"aggregations[0] (a).where.conditions[0]", `"log"`},
+	"condition_without_context":          {"aggregations[0] (a).where.conditions[0]", "context"},
+	"group_by_ottl_does_not_parse":       {"aggregations[0] (a).group_by[1]", "invalid syntax"},
+	"group_by_unknown_function":          {"aggregations[0] (a).group_by[0]", "NoSuchFunction"},
+	"group_by_without_key":               {"aggregations[0] (a).group_by[0]", "a key is required"},
+	"group_by_default_not_scalar":        {"aggregations[0] (a).group_by[0].default", "string, number or bool"},
+	"value_ottl_does_not_parse":          {"aggregations[0] (a).value", "nope"},
 	"bad_unit":                           {"unit", `"minutes"`},
 	"unit_on_attribute":                  {"unit", "duration only"},
 	"bad_output":                         {"outputs", `"median"`},
@@ -189,5 +199,18 @@ func TestValidateErrorsComeInAStableOrder(t *testing.T) {
 		if got := cfg.Validate().Error(); got != first {
 			t.Fatalf("errors in another order:\n%s\nthen\n%s", first, got)
 		}
+	}
+}
+
+// error_mode takes ignore, silent or propagate; another value fails the configuration where it is
+// read, naming the key.
+func TestUnknownErrorModeNamesTheKey(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	err := confmap.NewFromStringMap(map[string]any{"error_mode": "loud"}).Unmarshal(cfg)
+	if err == nil || !strings.Contains(err.Error(), "error_mode") || !strings.Contains(err.Error(), "loud") {
+		t.Fatalf("error %v, want one naming error_mode and the value", err)
+	}
+	if createDefaultConfig().(*Config).ErrorMode != "ignore" {
+		t.Fatal("error_mode's default is not ignore")
 	}
 }

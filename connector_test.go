@@ -19,7 +19,7 @@ func latencyConfig() *Config {
 	cfg := baseConfig()
 	cfg.AllowedLateness = 5 * time.Second
 	cfg.Aggregations = []AggregationConfig{{
-		Name: "lat", Signal: "spans", GroupBy: []string{"service.name", "span.name"},
+		Name: "lat", Signal: "spans", GroupBy: keys("service.name", "span.name"),
 		Outputs: []string{"count", "sum", "avg", "min", "max", "p50", "histogram"},
 	}}
 	return cfg
@@ -193,7 +193,7 @@ func TestOverflowSeriesThroughTheConnector(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
 	cfg.MaxSeries = 2
-	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"span.name"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("span.name")}}
 	h := newConnectorHarness(t, cfg, false)
 	h.sendTraces(traces(
 		spanSpec{service: "a", name: "p", end: 1}, spanSpec{service: "a", name: "q", end: 1},
@@ -223,7 +223,7 @@ func TestHistogramOutputFitsMaxSize(t *testing.T) {
 	}{{0, 2, -1, 81, 80}, {4096, 6, -1, 1277, 1276}} {
 		useFakeClock(t)
 		cfg := baseConfig()
-		cfg.Aggregations = []AggregationConfig{{Name: "v", Signal: "logs", Value: "attribute:v",
+		cfg.Aggregations = []AggregationConfig{{Name: "v", Signal: "logs", Value: ValueConfig{Source: "attribute:v"},
 			Outputs: []string{"histogram"}, Histogram: &HistogramConfig{Exponential: &ExponentialHistogramConfig{MaxSize: c.maxSize}}}}
 		h := newConnectorHarness(t, cfg, true)
 		h.sendLogs(logs(logSpec{service: "a", ts: 1, attrs: map[string]any{"v": 1}},
@@ -256,7 +256,7 @@ func TestLogsWithNumericAttributeAndSeverity(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
 	cfg.Aggregations = []AggregationConfig{{
-		Name: "bytes", Signal: "logs", GroupBy: []string{"severity.text", "tenant"}, Value: "attribute:size",
+		Name: "bytes", Signal: "logs", GroupBy: keys("severity.text", "tenant"), Value: ValueConfig{Source: "attribute:size"},
 		Outputs: []string{"count", "sum", "max"},
 	}}
 	h := newConnectorHarness(t, cfg, true)
@@ -344,8 +344,8 @@ func TestOutputResourcesKeepTheirKeys(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
 	cfg.Aggregations = []AggregationConfig{
-		{Name: "a", Signal: "spans", GroupBy: []string{"service.name"}},
-		{Name: "b", Signal: "spans", GroupBy: []string{"host.name"}},
+		{Name: "a", Signal: "spans", GroupBy: keys("service.name")},
+		{Name: "b", Signal: "spans", GroupBy: keys("host.name")},
 	}
 	h := newConnectorHarness(t, cfg, false)
 	td := traces(spanSpec{service: "x", name: "s", end: 1})
@@ -370,8 +370,8 @@ func TestAggregationsWithOneResourceShareIt(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
 	cfg.Aggregations = []AggregationConfig{
-		{Name: "a", Signal: "spans", GroupBy: []string{"service.name"}},
-		{Name: "b", Signal: "spans", GroupBy: []string{"service.name", "span.name"}},
+		{Name: "a", Signal: "spans", GroupBy: keys("service.name")},
+		{Name: "b", Signal: "spans", GroupBy: keys("service.name", "span.name")},
 	}
 	h := newConnectorHarness(t, cfg, false)
 	h.sendTraces(traces(spanSpec{service: "x", name: "s", end: 1}))
@@ -419,18 +419,18 @@ func TestSpanKindAndStatusAsKeysAndConditions(t *testing.T) {
 		agg  AggregationConfig
 		want map[string]float64 // count by attributes
 	}{
-		{"group by kind and status", AggregationConfig{GroupBy: []string{"span.kind", "status.code"}}, map[string]float64{
+		{"group by kind and status", AggregationConfig{GroupBy: keys("span.kind", "status.code")}, map[string]float64{
 			"span.kind=SPAN_KIND_SERVER(Str),status.code=STATUS_CODE_ERROR(Str)": 1,
 			"span.kind=SPAN_KIND_CLIENT(Str),status.code=STATUS_CODE_UNSET(Str)": 2,
 			"span.kind=SPAN_KIND_SERVER(Str),status.code=STATUS_CODE_OK(Str)":    1,
 		}},
-		{"where status", AggregationConfig{GroupBy: []string{"service.name"},
+		{"where status", AggregationConfig{GroupBy: keys("service.name"),
 			Where: &WhereConfig{Attributes: map[string]any{"status.code": "STATUS_CODE_ERROR"}}},
 			map[string]float64{"service.name=a(Str)": 1}},
-		{"where kind as an attribute", AggregationConfig{GroupBy: []string{"service.name"},
+		{"where kind as an attribute", AggregationConfig{GroupBy: keys("service.name"),
 			Where: &WhereConfig{Attributes: map[string]any{"span.kind": "SPAN_KIND_CLIENT"}}},
 			map[string]float64{"service.name=a(Str)": 2}},
-		{"neither", AggregationConfig{GroupBy: []string{"service.name"}}, map[string]float64{"service.name=a(Str)": 4}},
+		{"neither", AggregationConfig{GroupBy: keys("service.name")}, map[string]float64{"service.name=a(Str)": 4}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

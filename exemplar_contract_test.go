@@ -129,12 +129,12 @@ func runExemplarScenario(t *testing.T, temporality, lateFirings string) (time.Ti
 	}
 	cfg.Aggregations = []AggregationConfig{
 		{ // exponential histogram, unit ms, at most 2 exemplars per point
-			Name: "exp", Signal: "spans", GroupBy: []string{"service.name"},
+			Name: "exp", Signal: "spans", GroupBy: keys("service.name"),
 			Outputs:   []string{"count", "max", "histogram"},
 			Exemplars: ExemplarsConfig{Enabled: true, MaxPerDataPoint: 2},
 		},
 		{ // explicit histogram, unit us, at most 3 exemplars per point
-			Name: "expl", Signal: "spans", GroupBy: []string{"service.name"}, Unit: "us",
+			Name: "expl", Signal: "spans", GroupBy: keys("service.name"), Unit: "us",
 			Outputs: []string{"count", "max", "histogram"},
 			Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{
 				Buckets: []any{"5ms", "10ms", "25ms", "50ms", "100ms"},
@@ -142,7 +142,7 @@ func runExemplarScenario(t *testing.T, temporality, lateFirings string) (time.Ti
 			Exemplars: ExemplarsConfig{Enabled: true, MaxPerDataPoint: 3},
 		},
 		{ // exemplars disabled
-			Name: "off", Signal: "spans", GroupBy: []string{"service.name"},
+			Name: "off", Signal: "spans", GroupBy: keys("service.name"),
 			Outputs: []string{"count", "max", "histogram"},
 		},
 	}

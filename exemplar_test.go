@@ -21,7 +21,7 @@ func exemplarConfig(temporality, late string, explicit bool, k int) *Config {
 	cfg := baseConfig()
 	cfg.AllowedLateness = 30 * time.Second
 	cfg.Temporality, cfg.LateFirings = temporality, late
-	a := AggregationConfig{Name: "lat", Signal: "spans", GroupBy: []string{"service.name"},
+	a := AggregationConfig{Name: "lat", Signal: "spans", GroupBy: keys("service.name"),
 		Outputs: []string{"count", "max", "histogram"}, Exemplars: ExemplarsConfig{Enabled: k > 0, MaxPerDataPoint: k}}
 	if explicit {
 		a.Histogram = &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{"5ms", "50ms"}}}
@@ -274,7 +274,7 @@ func TestExemplarSampleIsUniform(t *testing.T) {
 	const series, perSeries, k = 2000, 20, 5
 	useFakeClock(t)
 	cfg := exemplarConfig(temporalityDelta, lateFold, true, k)
-	cfg.Aggregations[0].GroupBy = []string{"service.name", "n"}
+	cfg.Aggregations[0].GroupBy = keys("service.name", "n")
 	cfg.MaxSeries = series
 	rng := rand.New(rand.NewPCG(7, 11))
 	var specs []spanSpec

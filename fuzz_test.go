@@ -34,7 +34,7 @@ func FuzzConfig(f *testing.F) {
 		ecfg := stream.Config{Size: cfg.Window.Size, Slide: cfg.Window.Slide, MaxOutOfOrderness: cfg.Watermark.MaxOutOfOrderness,
 			IdleTimeout: cfg.Watermark.IdleTimeout, MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness}
 		for i, ac := range cfg.Aggregations {
-			a, err := compileAggregation(i, ac)
+			a, err := compileAggregation(i, ac, validationSettings)
 			if err != nil {
 				t.Fatalf("a config that validates does not compile: %v\n%s", err, doc)
 			}
@@ -72,7 +72,7 @@ func FuzzIngestTraces(f *testing.F) {
 		useFakeClock(t)
 		cfg := baseConfig()
 		cfg.AllowedLateness = time.Second
-		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"service.name", "span.name", "k"},
+		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("service.name", "span.name", "k"),
 			Outputs: []string{"count", "sum", "p99", "histogram"}}}
 		h := newConnectorHarness(t, cfg, true)
 		h.sendTraces(td)
@@ -107,8 +107,8 @@ func FuzzIngestLogs(f *testing.F) {
 		useFakeClock(t)
 		cfg := baseConfig()
 		cfg.AllowedLateness = time.Second
-		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "logs", GroupBy: []string{"service.name", "severity.text"},
-			Value: "attribute:size", Weight: "attribute:rate", Outputs: []string{"count", "sum", "p99"}}}
+		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "logs", GroupBy: keys("service.name", "severity.text"),
+			Value: ValueConfig{Source: "attribute:size"}, Weight: "attribute:rate", Outputs: []string{"count", "sum", "p99"}}}
 		h := newConnectorHarness(t, cfg, true)
 		h.sendLogs(ld)
 		h.sendLogs(ld)

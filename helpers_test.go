@@ -177,6 +177,10 @@ type spanSpec struct {
 	id      uint64 // its trace and span ids (see spanIDs); 0: none
 	// traceState is its W3C tracestate, as in "ot=th:c" (a span sampled at 25%, adjusted count 4)
 	traceState string
+	status     ptrace.StatusCode
+	// scope is the name of the instrumentation scope of its service's spans (the first span of a
+	// service names it)
+	scope string
 }
 
 // spanIDs are the trace and span ids of a spanSpec's id.
@@ -197,12 +201,15 @@ func traces(specs ...spanSpec) ptrace.Traces {
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
 			rs.Resource().Attributes().PutStr("service.name", sp.service)
-			spans = rs.ScopeSpans().AppendEmpty().Spans()
+			ss := rs.ScopeSpans().AppendEmpty()
+			ss.Scope().SetName(sp.scope)
+			spans = ss.Spans()
 			byService[sp.service] = spans
 		}
 		span := spans.AppendEmpty()
 		span.SetName(sp.name)
 		span.SetKind(sp.kind)
+		span.Status().SetCode(sp.status)
 		if sp.id != 0 {
 			tr, id := spanIDs(sp.id)
 			span.SetTraceID(tr)
@@ -440,4 +447,13 @@ func inParallel(n int, fn func(g int)) {
 func (em *emitter) emit(ctx context.Context, force bool) {
 	em.collect(ctx)
 	em.send(ctx, force)
+}
+
+// keys is a group_by of plain keys.
+func keys(names ...string) []GroupByKey {
+	out := make([]GroupByKey, len(names))
+	for i, n := range names {
+		out[i] = GroupByKey{Key: n}
+	}
+	return out
 }

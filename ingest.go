@@ -53,13 +53,15 @@ type fault struct {
 // watermark each expired record was judged by, the source-key buffer, the adjusted count of the last
 // tracestate, and the run itself.
 type scratch struct {
-	key         serieskey.Builder
-	state       []outcome
-	judgedBy    []int64 // by record; filled only once a record of the call has expired
-	faults      []fault
-	sourceKey   []byte
-	traceStates traceStates
-	run         ingestRun
+	key      serieskey.Builder
+	state    []outcome
+	judgedBy []int64 // by record; filled only once a record of the call has expired
+	faults   []fault
+	// ottlFailures are the OTTL errors of the call, by aggregation and clause
+	ottlFailures []ottlFailure
+	sourceKey    []byte
+	traceStates  traceStates
+	run          ingestRun
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -72,6 +74,8 @@ func (sc *scratch) release() {
 	sc.state = sc.state[:0]
 	sc.judgedBy = sc.judgedBy[:0]
 	sc.faults = sc.faults[:0]
+	clear(sc.ottlFailures)
+	sc.ottlFailures = sc.ottlFailures[:0]
 	sc.run = ingestRun{}
 	scratchPool.Put(sc)
 }
@@ -138,6 +142,18 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		if !a.matches(r) {
 			continue
 		}
+		var v float64
+		var why valueReason
+		var truncated bool
+		if a.computed {
+			var selected bool
+			if v, why, truncated, selected = run.readComputed(a); !selected {
+				continue
+			}
+		} else {
+			v, why = a.value(r)
+			truncated = a.buildKey(kb, r)
+		}
 		weight, whyWeight := uint32(1), weightOK
 		if !a.weighsOne(r) {
 			if weight, whyWeight = a.weigh(r, &run.sc.traceStates); weight == 0 {
@@ -154,17 +170,89 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 				run.tl.aheadOfClock++ // aggregated, but W does not follow it past the clock
 			}
 		}
-		v, why := a.value(r)
 		if why != valueOK || whyWeight != weightOK {
 			run.sc.faults = append(run.sc.faults, fault{rec.Tag, why, whyWeight})
 		}
-		if a.buildKey(kb, r) {
+		if truncated {
 			run.tl.truncated++
 		}
 		rec.Agg, rec.Key, rec.Value, rec.Weight = a.index, kb.Key(), v, weight
 		b.StageChecked(rec) // its time checked above, once per record
 	}
 	run.sc.state = append(run.sc.state, st)
+}
+
+// readComputed reads what an aggregation with OTTL or defaults reads of the view's record: whether its
+// conditions select it (any one true), and if so its value and its series key (into the scratch's
+// builder). An OTTL error counts as the condition false, the key or the value missing (ottlError).
+func (run *ingestRun) readComputed(a *aggregation) (v float64, why valueReason, truncated, selected bool) {
+	r := run.r
+	if len(a.conditions) > 0 && !run.anyCondition(a) {
+		return 0, valueOK, false, false
+	}
+	if a.valueExpr != nil {
+		x, err := a.valueExpr(run.ctx, r)
+		if err != nil {
+			run.ottlError(a, clauseValue, err)
+			x = nil
+		}
+		v, why = computedNumber(x)
+	} else {
+		v, why = a.value(r)
+	}
+	return v, why, run.buildComputedKey(a), true
+}
+
+// anyCondition reports whether one of the aggregation's conditions holds for the view's record.
+func (run *ingestRun) anyCondition(a *aggregation) bool {
+	for _, cond := range a.conditions {
+		ok, err := cond(run.ctx, run.r)
+		if err != nil {
+			run.ottlError(a, clauseWhere, err)
+			continue
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// buildComputedKey is buildKey for keys computed by OTTL or with defaults: a value the record lacks
+// (an expression giving nil, or failing) takes the key's default, if it has one, else it is absent.
+func (run *ingestRun) buildComputedKey(a *aggregation) (truncated bool) {
+	b, r := &run.sc.key, run.r
+	b.Reset()
+	for i := range a.groupBy {
+		k := &a.groupBy[i]
+		switch {
+		case k.expr != nil:
+			x, err := k.expr(run.ctx, r)
+			if err != nil {
+				run.ottlError(a, clauseGroupBy, err)
+				x = nil
+			}
+			ok, cut := appendComputed(b, x)
+			if ok {
+				truncated = truncated || cut
+				continue
+			}
+		case k.field >= 0:
+			b.Str(serieskey.Record, r.field[k.field])
+			continue
+		default:
+			if v, src, ok := r.lookup(k.name); ok {
+				truncated = appendValue(b, src, v) || truncated
+				continue
+			}
+		}
+		if k.hasDef {
+			appendValue(b, serieskey.Record, k.def)
+		} else {
+			b.Absent()
+		}
+	}
+	return truncated
 }
 
 // setIDs sets the trace and span ids of the records staged next, for the aggregations that keep
@@ -263,8 +351,11 @@ func (run *ingestRun) endSource() {
 // ingestRun is one ingest call: its batch, the view its signal's file fills record by record, its
 // tally and its scratch.
 type ingestRun struct {
-	s       *shared
-	r       *record
+	s   *shared
+	ctx context.Context
+	r   *record
+	// err is the first OTTL error of the call, with error_mode propagate: the call returns it
+	err     error
 	rec     stream.Record // the record being staged, one aggregation after another
 	now     int64         // wall time the run began at
 	b       *stream.Batch
@@ -277,24 +368,29 @@ type ingestRun struct {
 }
 
 // beginRun begins an ingest call whose records come through view r.
-func (s *shared) beginRun(r *record) *ingestRun {
+func (s *shared) beginRun(ctx context.Context, r *record) *ingestRun {
 	sc := getScratch()
 	run := &sc.run
 	now := s.engine.Now()
-	*run = ingestRun{s: s, r: r, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1}
+	*run = ingestRun{s: s, ctx: ctx, r: r, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1}
 	return run
 }
 
 // finish lets the batch move the watermark, reports its outcomes, and asks for what fired to be
 // collected and sent, which the component's goroutine does.
-func (run *ingestRun) finish(ctx context.Context, action lateAction) {
-	s, now := run.s, run.now
+// It returns the call's OTTL error, with error_mode propagate.
+func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
+	s, now, err := run.s, run.now, run.err
 	run.b.End()
 	s.report(ctx, &run.tl, action)
+	if len(run.sc.ottlFailures) > 0 {
+		s.reportOTTL(ctx, run.sc.ottlFailures)
+	}
 	run.sc.release() // run is part of the scratch: not to be read after this
 	if s.engine.Due(now) {
 		s.emitter.poke()
 	}
+	return err
 }
 
 // timeOf converts a pdata timestamp to the engine's int64. Anything past 2^62 ns (the year 2116) is

@@ -47,8 +47,8 @@ func TestOutputsCarryTheCollectorsInstanceID(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
 	cfg.Aggregations = []AggregationConfig{
-		{Name: "by_service", Signal: "spans", GroupBy: []string{"service.name"}, Outputs: []string{"count"}},
-		{Name: "by_host", Signal: "spans", GroupBy: []string{"service.name", "service.instance.id"}, Outputs: []string{"count"}},
+		{Name: "by_service", Signal: "spans", GroupBy: keys("service.name"), Outputs: []string{"count"}},
+		{Name: "by_host", Signal: "spans", GroupBy: keys("service.name", "service.instance.id"), Outputs: []string{"count"}},
 	}
 	for _, collectorID := range []string{"collector-1", ""} {
 		t.Run("collector id "+collectorID, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestRestoredSeriesKeepTheirInstanceID(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
 	cfg.Storage = &storageID
-	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: []string{"service.name"}, Outputs: []string{"count"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: keys("service.name"), Outputs: []string{"count"}}}
 	st := &memStorage{data: map[string][]byte{}}
 	run := func(collectorID string, specs ...spanSpec) []string {
 		return resourcesOf(runAsCollector(t, cfg, st, collectorID, specs...).AllMetrics())

@@ -2,8 +2,11 @@ package windowaggregator
 
 import (
 	"context"
+	"errors"
 	"sync"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottllog"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/ottlfuncs"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
@@ -14,7 +17,7 @@ import (
 // Logs: the signal, and all of the component that knows plog: the walk that shows the core each log
 // record through the record view, the routing of late log records, and the instances that take logs.
 
-var logSignal = &signal{name: "logs", input: inputLogs, record: "log", fields: []string{"severity.text"}}
+var logSignal = &signal{name: "logs", input: inputLogs, record: "log", fields: []string{"severity.text"}, ottl: newLogOTTL}
 
 // The special keys of logs, by index in logSignal.fields.
 const fieldSeverityText = 0
@@ -22,7 +25,10 @@ const fieldSeverityText = 0
 // logReader is the record view of one log record at a time.
 type logReader struct {
 	record
-	lr plog.LogRecord
+	rl   plog.ResourceLogs
+	sl   plog.ScopeLogs
+	lr   plog.LogRecord
+	tctx *ottllog.TransformContext // as spanReader's
 }
 
 var logReaders = sync.Pool{New: func() any {
@@ -32,14 +38,24 @@ var logReaders = sync.Pool{New: func() any {
 }}
 
 func (rd *logReader) release() {
+	rd.closeContext()
 	rd.clear()
-	rd.lr = plog.LogRecord{}
+	rd.rl, rd.sl, rd.lr = plog.ResourceLogs{}, plog.ScopeLogs{}, plog.LogRecord{}
 	logReaders.Put(rd)
+}
+
+// setScope points the view at the log records of sl, of rl.
+func (rd *logReader) setScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
+	rd.rl, rd.sl = rl, sl
+	rd.record.setScope(sl.Scope().Attributes(), rl.Resource().Attributes())
 }
 
 // read points the view at log record lr, and returns its event time: its timestamp, else its observed
 // timestamp.
 func (rd *logReader) read(lr plog.LogRecord) int64 {
+	if rd.tctx != nil {
+		rd.closeContext()
+	}
 	rd.lr = lr
 	rd.next(lr.Attributes())
 	rd.field[fieldSeverityText] = lr.SeverityText()
@@ -54,14 +70,38 @@ func (rd *logReader) weightSeed() uint64 {
 	return weightSeed(rd.lr.TraceID(), rd.lr.SpanID(), rd.lr.Timestamp(), rd.lr.ObservedTimestamp())
 }
 
+// context returns the log record's OTTL transform context, made on first use.
+func (rd *logReader) context() *ottllog.TransformContext {
+	if rd.tctx == nil {
+		rd.tctx = ottllog.NewTransformContext(rd.rl, rd.sl, rd.lr)
+	}
+	return rd.tctx
+}
+
+func (rd *logReader) closeContext() {
+	if rd.tctx != nil {
+		rd.tctx.Close()
+		rd.tctx = nil
+	}
+}
+
+// newLogOTTL returns the parser of log aggregations' OTTL: the log context, with path context names
+// (log., resource., scope.) and the standard converters.
+func newLogOTTL(set component.TelemetrySettings) (ottlParser, error) {
+	p, err := ottllog.NewParser(ottlfuncs.StandardConverters[*ottllog.TransformContext](), set, ottllog.EnablePathContextNames())
+	return &contextParser[*ottllog.TransformContext]{p: p, contextOf: func(r *record) *ottllog.TransformContext {
+		return r.src.(*logReader).context()
+	}}, err
+}
+
 // ingestLogs aggregates the log records of ld, as ingestTraces does for spans.
-func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool) {
+func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool, err error) {
 	sa := &s.bySignal[inputLogs]
 	if len(sa.aggs) == 0 {
-		return late, false
+		return late, false, nil
 	}
 	rd := logReaders.Get().(*logReader)
-	run := s.beginRun(&rd.record)
+	run := s.beginRun(ctx, &rd.record)
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -69,7 +109,7 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, action lateAction
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			sl := sls.At(j)
-			rd.setScope(sl.Scope().Attributes(), rl.Resource().Attributes())
+			rd.setScope(rl, sl)
 			lrs := sl.LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
 				run.stage(sa.aggs, rd.read(lrs.At(k)))
@@ -80,9 +120,9 @@ func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, action lateAction
 	if action == lateRouted && run.anyLate {
 		late, routed = lateLogRecords(ld, run.lateReason), true
 	}
-	run.finish(ctx, action)
+	err = run.finish(ctx, action)
 	rd.release()
-	return late, routed
+	return late, routed, err
 }
 
 // lateLogRecords copies the log records of ld that reasonOf names late, as lateSpans does for spans.
@@ -130,8 +170,8 @@ func (c *logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	if c.s.routes[inputLogs] {
 		return nil // the logs->logs instance aggregates this batch
 	}
-	c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, false))
-	return nil
+	_, _, err := c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, false))
+	return err
 }
 
 type logsToLogs struct {
@@ -140,11 +180,11 @@ type logsToLogs struct {
 }
 
 func (c *logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	late, routed := c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, true))
-	if !routed {
-		return nil
+	late, routed, err := c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, true))
+	if routed {
+		err = errors.Join(err, c.next.ConsumeLogs(ctx, late))
 	}
-	return c.next.ConsumeLogs(ctx, late)
+	return err
 }
 
 type logsProcessor struct {
@@ -153,7 +193,9 @@ type logsProcessor struct {
 }
 
 func (p *logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	p.s.ingestLogs(ctx, ld, latePassed)
+	if _, _, err := p.s.ingestLogs(ctx, ld, latePassed); err != nil {
+		return err // error_mode propagate: the batch is refused
+	}
 	return p.next.ConsumeLogs(ctx, ld)
 }
 

@@ -19,7 +19,7 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	cfg.AllowedLateness = 30 * time.Second
 	cfg.Watermark.MaxOutOfOrderness = 5 * time.Second
 	cfg.Aggregations = []AggregationConfig{
-		{Name: "lat", Signal: "spans", GroupBy: []string{"service.name", "span.name"}, Outputs: []string{"count", "p99"}},
+		{Name: "lat", Signal: "spans", GroupBy: keys("service.name", "span.name"), Outputs: []string{"count", "p99"}},
 		{Name: "n", Signal: "spans"},
 	}
 	fields := loggedEstimate(t, cfg)
@@ -37,7 +37,7 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	// Cumulative, with an explicit histogram of 4 bounds (5 counts, 40 bytes) and an exponential one.
 	cfg.Temporality, cfg.LateFirings = temporalityCumulative, lateFold
 	cfg.Aggregations = []AggregationConfig{
-		{Name: "h", Signal: "spans", GroupBy: []string{"service.name"}, Outputs: []string{"histogram"},
+		{Name: "h", Signal: "spans", GroupBy: keys("service.name"), Outputs: []string{"histogram"},
 			Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{"1ms", "2ms", "3ms", "4ms"}}}},
 		{Name: "e", Signal: "spans", Outputs: []string{"histogram"}},
 	}

@@ -17,7 +17,7 @@ func outputModesConfig(temporality, late string) *Config {
 	cfg := baseConfig()
 	cfg.AllowedLateness = 30 * time.Second
 	cfg.Temporality, cfg.LateFirings = temporality, late
-	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: []string{"service.name"},
+	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: keys("service.name"),
 		Outputs:   []string{"count", "sum", "avg", "histogram"},
 		Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{"6ms", "25ms"}}}}}
 	return cfg

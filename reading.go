@@ -14,11 +14,15 @@ import (
 // What an aggregation reads of a record, through the view (record.go): whether it selects it, its
 // series key, its value and its weight.
 
-// keyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), or an
-// attribute.
+// keyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), an
+// attribute, or for group_by an OTTL expression (expr); def, with hasDef, is a group_by key's value
+// for a record that lacks it.
 type keyRef struct {
-	name  string
-	field int // index in the signal's fields; -1: an attribute
+	name   string
+	field  int // index in the signal's fields; -1: an attribute
+	expr   ottlValue
+	def    pcommon.Value
+	hasDef bool
 }
 
 func newKeyRef(name string, sg *signal) keyRef { return keyRef{name: name, field: sg.field(name)} }

@@ -1,5 +1,7 @@
 package windowaggregator
 
+import "go.opentelemetry.io/collector/component"
+
 // A signal is one kind of record the component aggregates. The core (ingest.go) stages, applies and
 // tallies the records of any signal, read through one view (record.go); each signal has a file of its
 // own (spans.go, logs.go) that walks its pdata, fills the view record by record, routes its late
@@ -18,6 +20,8 @@ type signal struct {
 	adjustedCount bool // weight: adjusted_count (records with a tracestate)
 	exemplars     bool // exemplars (records with trace and span ids)
 	kinds         bool // where.span_kind (records with a kind)
+	// ottl returns a parser of the signal's OTTL (its transform context, with path context names).
+	ottl func(set component.TelemetrySettings) (ottlParser, error)
 }
 
 // The signals, by input. inputAny is the processor form in a metrics pipeline, which takes the

@@ -2,8 +2,11 @@ package windowaggregator
 
 import (
 	"context"
+	"errors"
 	"sync"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottlspan"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/ottlfuncs"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
@@ -16,7 +19,7 @@ import (
 
 var spanSignal = &signal{
 	name: "spans", input: inputSpans, record: "span", fields: []string{"span.name", "span.kind", "status.code"},
-	duration: true, adjustedCount: true, exemplars: true, kinds: true,
+	duration: true, adjustedCount: true, exemplars: true, kinds: true, ottl: newSpanOTTL,
 }
 
 // The special keys of spans, by index in spanSignal.fields.
@@ -55,8 +58,13 @@ var spanKindByConfig = map[string]ptrace.SpanKind{
 // aggregation reads (another cache line of the span), and so does the tracestate.
 type spanReader struct {
 	record
+	rs                                            ptrace.ResourceSpans
+	ss                                            ptrace.ScopeSpans
 	sp                                            ptrace.Span
 	readKind, readStatus, readIDs, readTraceState bool
+	// tctx is the span's OTTL transform context, made when an aggregation's OTTL first asks (see
+	// context) and closed when the view moves on.
+	tctx *ottlspan.TransformContext
 }
 
 var spanReaders = sync.Pool{New: func() any {
@@ -74,13 +82,23 @@ func getSpanReader(sa *signalAggs) *spanReader {
 }
 
 func (rd *spanReader) release() {
+	rd.closeContext()
 	rd.clear()
-	rd.sp = ptrace.Span{}
+	rd.rs, rd.ss, rd.sp = ptrace.ResourceSpans{}, ptrace.ScopeSpans{}, ptrace.Span{}
 	spanReaders.Put(rd)
 }
 
-// read points the view at span sp.
+// setScope points the view at the spans of ss, of rs.
+func (rd *spanReader) setScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
+	rd.rs, rd.ss = rs, ss
+	rd.record.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
+}
+
+// read points the view at span sp, of the scope setScope named.
 func (rd *spanReader) read(sp ptrace.Span) {
+	if rd.tctx != nil {
+		rd.closeContext()
+	}
 	rd.sp = sp
 	rd.next(sp.Attributes())
 	rd.field[fieldSpanName] = sp.Name()
@@ -99,15 +117,41 @@ func (rd *spanReader) read(sp ptrace.Span) {
 
 func (rd *spanReader) weightSeed() uint64 { return weightSeed(rd.sp.TraceID(), rd.sp.SpanID(), 0, 0) }
 
+// context returns the span's OTTL transform context, made on first use.
+func (rd *spanReader) context() *ottlspan.TransformContext {
+	if rd.tctx == nil {
+		rd.tctx = ottlspan.NewTransformContext(rd.rs, rd.ss, rd.sp)
+	}
+	return rd.tctx
+}
+
+func (rd *spanReader) closeContext() {
+	if rd.tctx != nil {
+		rd.tctx.Close()
+		rd.tctx = nil
+	}
+}
+
+// newSpanOTTL returns the parser of span aggregations' OTTL: the span context, with path context
+// names (span., resource., scope.) and the standard converters.
+func newSpanOTTL(set component.TelemetrySettings) (ottlParser, error) {
+	p, err := ottlspan.NewParser(ottlfuncs.StandardConverters[*ottlspan.TransformContext](), set, ottlspan.EnablePathContextNames())
+	return &contextParser[*ottlspan.TransformContext]{p: p, contextOf: func(r *record) *ottlspan.TransformContext {
+		return r.src.(*spanReader).context()
+	}}, err
+}
+
 // ingestTraces aggregates the spans of td. When action routes late data and some spans come too
-// late, too early or without a timestamp, it returns copies of them and routed true.
-func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool) {
+// late, too early or without a timestamp, it returns copies of them and routed true. err is an OTTL
+// error with error_mode propagate: the spans are aggregated all the same, and the batch is to be
+// refused.
+func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool, err error) {
 	sa := &s.bySignal[inputSpans]
 	if len(sa.aggs) == 0 {
-		return late, false
+		return late, false, nil
 	}
 	rd := getSpanReader(sa)
-	run := s.beginRun(&rd.record)
+	run := s.beginRun(ctx, &rd.record)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -115,7 +159,7 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action late
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
-			rd.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
+			rd.setScope(rs, ss)
 			spans := ss.Spans()
 			for k := 0; k < spans.Len(); k++ {
 				sp := spans.At(k)
@@ -131,9 +175,9 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action late
 	if action == lateRouted && run.anyLate {
 		late, routed = lateSpans(td, run.lateReason), true
 	}
-	run.finish(ctx, action)
+	err = run.finish(ctx, action)
 	rd.release()
-	return late, routed
+	return late, routed, err
 }
 
 // lateSpans copies the spans of td that reasonOf names late into new Traces, under copies of their
@@ -185,8 +229,8 @@ func (c *tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) e
 	if c.s.routes[inputSpans] {
 		return nil // the traces->traces instance aggregates this batch
 	}
-	c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, false))
-	return nil
+	_, _, err := c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, false))
+	return err
 }
 
 type tracesToTraces struct {
@@ -195,11 +239,11 @@ type tracesToTraces struct {
 }
 
 func (c *tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	late, routed := c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, true))
-	if !routed {
-		return nil
+	late, routed, err := c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, true))
+	if routed {
+		err = errors.Join(err, c.next.ConsumeTraces(ctx, late))
 	}
-	return c.next.ConsumeTraces(ctx, late)
+	return err
 }
 
 // tracesProcessor aggregates and passes every span on unchanged, late ones included.
@@ -209,7 +253,9 @@ type tracesProcessor struct {
 }
 
 func (p *tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	p.s.ingestTraces(ctx, td, latePassed)
+	if _, _, err := p.s.ingestTraces(ctx, td, latePassed); err != nil {
+		return err // error_mode propagate: the batch is refused
+	}
 	return p.next.ConsumeTraces(ctx, td)
 }
 

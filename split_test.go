@@ -229,7 +229,7 @@ func TestRequestsStayUnderTheMessageLimit(t *testing.T) {
 // so that requests come out bounded without copying: ten results of 3 points each, at most 10 a
 // batch, come out as 9, 9, 9 and 3, every point once.
 func TestBuilderClosesBatchesAtTheBound(t *testing.T) {
-	a, err := compileAggregation(0, AggregationConfig{Name: "n", Signal: "spans", Outputs: []string{"count", "sum", "max"}})
+	a, err := compileAggregation(0, AggregationConfig{Name: "n", Signal: "spans", Outputs: []string{"count", "sum", "max"}}, validationSettings)
 	must(t, err)
 	b := newMetricsBuilder([]*aggregation{a}, "test", pmetric.AggregationTemporalityDelta)
 	b.maxPoints = 10

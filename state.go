@@ -39,6 +39,12 @@ type shared struct {
 	instance string
 	storage  *checkpointer
 
+	// OTTL errors not yet logged, and when they last were (see reportOTTL)
+	ottlLogMu    sync.Mutex
+	ottlUnlogged int64
+	ottlLast     ottlFailure
+	ottlLoggedAt time.Time
+
 	mu        sync.Mutex
 	instances int // created and not yet shut down
 	started   bool
@@ -121,7 +127,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		Clock:            clk,
 	}
 	for i, ac := range cfg.Aggregations {
-		a, err := compileAggregation(i, ac)
+		a, err := compileAggregation(i, ac, set)
 		if err != nil {
 			return nil, err
 		}

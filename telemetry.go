@@ -85,6 +85,15 @@ var (
 	}()
 )
 
+// ottlErrorOptions are the attribute sets of an aggregation's OTTL errors, by clause.
+func ottlErrorOptions(aggregation string) (o [numOTTLClauses][]metric.AddOption) {
+	for c, clause := range ottlClauseNames {
+		o[c] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("aggregation", aggregation), attribute.String("clause", clause)))}
+	}
+	return o
+}
+
 func reasonAttr(reason string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
 }

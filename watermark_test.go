@@ -29,7 +29,7 @@ func readmeWindows() *Config {
 	cfg.Window.Size = time.Minute
 	cfg.Watermark.MaxOutOfOrderness = 5 * time.Second
 	cfg.AllowedLateness = 30 * time.Second
-	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"service.name"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("service.name")}}
 	return cfg
 }
 
@@ -132,7 +132,7 @@ func TestStraySpanAheadWithIdleTimeoutLosesNothing(t *testing.T) {
 	cfg.Watermark.MaxOutOfOrderness = 2 * time.Second
 	cfg.Watermark.IdleTimeout = 15 * time.Second
 	cfg.AllowedLateness = 30 * time.Second
-	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"service.name"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("service.name")}}
 	h := newConnectorHarness(t, cfg, true)
 	emit := lookup(t).emitter
 	want := expected{}
@@ -288,8 +288,8 @@ func TestLateWatermarkIsTheOneEachRecordWasJudgedBy(t *testing.T) {
 	cfg.Window.Size = 20 * time.Second
 	cfg.AllowedLateness = 5 * time.Second
 	cfg.Aggregations = []AggregationConfig{
-		{Name: "n", Signal: "spans", GroupBy: []string{"service.name"}},
-		{Name: "m", Signal: "spans", GroupBy: []string{"span.name"}},
+		{Name: "n", Signal: "spans", GroupBy: keys("service.name")},
+		{Name: "m", Signal: "spans", GroupBy: keys("span.name")},
 	}
 	h := newConnectorHarness(t, cfg, true)
 	const senders, batches, perBatch = 4, 150, 20
@@ -367,7 +367,7 @@ func TestRestartDoesNotCountDowntimeAsSilence(t *testing.T) {
 	cfg := latencyConfig()
 	cfg.AllowedLateness = 0
 	cfg.Watermark.IdleTimeout = 5 * time.Second
-	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: []string{"service.name"}}}
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("service.name")}}
 	st := &memStorage{data: map[string][]byte{}}
 	run := func(batches ...[]spanSpec) ([]point, *componenttest.Telemetry) {
 		return runStorageEach(t, cfg, st, func(b []spanSpec) {
@@ -468,8 +468,8 @@ func TestShutdownInAnyOrderLosesNothingConnector(t *testing.T) {
 		clk.Set(time.Unix(base+100, 0))
 		cfg := baseConfig()
 		cfg.Aggregations = []AggregationConfig{
-			{Name: "spans", Signal: "spans", GroupBy: []string{"service.name"}},
-			{Name: "logs", Signal: "logs", GroupBy: []string{"service.name"}},
+			{Name: "spans", Signal: "spans", GroupBy: keys("service.name")},
+			{Name: "logs", Signal: "logs", GroupBy: keys("service.name")},
 		}
 		h := newConnectorHarness(t, cfg, true)
 		h.sendTraces(traces(spanSpec{service: "a", name: "x", end: base + 1}))
@@ -514,8 +514,8 @@ func TestShutdownInAnyOrderProcessor(t *testing.T) {
 			cfg := baseConfig()
 			cfg.AllowedLateness = 30 * time.Second // each pipeline's flush is within lateness of the other's
 			cfg.Aggregations = []AggregationConfig{
-				{Name: "spans", Signal: "spans", GroupBy: []string{"service.name"}},
-				{Name: "logs", Signal: "logs", GroupBy: []string{"service.name"}},
+				{Name: "spans", Signal: "spans", GroupBy: keys("service.name")},
+				{Name: "logs", Signal: "logs", GroupBy: keys("service.name")},
 			}
 			st := &memStorage{data: map[string][]byte{}}
 			var host component.Host = componenttest.NewNopHost()

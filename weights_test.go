@@ -159,7 +159,7 @@ func TestWeightsInCumulativeTotalsAndLateRecords(t *testing.T) {
 // logWeights is an attribute weight on logs: each log record stands for sample.rate records.
 func logWeights() *Config {
 	cfg := baseConfig()
-	cfg.Aggregations = []AggregationConfig{{Name: "bytes", Signal: "logs", Value: "attribute:size", Weight: "attribute:sample.rate",
+	cfg.Aggregations = []AggregationConfig{{Name: "bytes", Signal: "logs", Value: ValueConfig{Source: "attribute:size"}, Weight: "attribute:sample.rate",
 		Outputs: []string{"count", "sum", "avg"}}}
 	return cfg
 }
@@ -235,7 +235,7 @@ func TestFractionalWeightsAreRoundedFromTheRecord(t *testing.T) {
 		c := baseConfig()
 		c.Aggregations = []AggregationConfig{
 			{Name: "lat", Signal: "spans", Outputs: []string{"count"}},
-			{Name: "bytes", Signal: "logs", Value: "attribute:size", Weight: "attribute:sample.rate", Outputs: []string{"count"}},
+			{Name: "bytes", Signal: "logs", Value: ValueConfig{Source: "attribute:size"}, Weight: "attribute:sample.rate", Outputs: []string{"count"}},
 		}
 		return c
 	}
@@ -347,7 +347,7 @@ func TestFoldedFirstRecordStartsItsSeries(t *testing.T) {
 			cfg.Window.Size = 10 * time.Second
 			cfg.AllowedLateness = 5 * time.Second
 			cfg.Emit.Interval = time.Hour
-			cfg.Aggregations = []AggregationConfig{{Name: "req", Signal: "spans", GroupBy: []string{"service.name"}}}
+			cfg.Aggregations = []AggregationConfig{{Name: "req", Signal: "spans", GroupBy: keys("service.name")}}
 			h := newConnectorHarness(t, cfg, true)
 			for _, sp := range []spanSpec{{service: "svc-a", end: 12}, {service: "svc-b", end: 3}, {service: "svc-a", end: 16}, {service: "svc-a", end: 21}} {
 				td := traces(sp)

@@ -54,6 +54,15 @@ type waOptions struct {
 // explicitBuckets are span_metrics' default explicit bounds, as durations.
 var explicitBuckets = []any{"2ms", "4ms", "6ms", "8ms", "10ms", "50ms", "100ms", "200ms", "400ms", "800ms", "1s", "1400ms", "2s", "5s", "10s", "15s"}
 
+// groupBy is a group_by of plain keys.
+func groupBy(keys ...string) []windowaggregator.GroupByKey {
+	out := make([]windowaggregator.GroupByKey, len(keys))
+	for i, k := range keys {
+		out[i] = windowaggregator.GroupByKey{Key: k}
+	}
+	return out
+}
+
 // waConfig is the window_aggregator configuration of the benchmarks: 1m windows, no ticker (the
 // results are emitted synchronously inside ConsumeTraces when the watermark passes a window end).
 func waConfig(o waOptions) *windowaggregator.Config {
@@ -74,15 +83,15 @@ func waConfig(o waOptions) *windowaggregator.Config {
 		cfg.Aggregations = []windowaggregator.AggregationConfig{{
 			Name:    "log.volume",
 			Signal:  "logs",
-			GroupBy: []string{"service.name", "severity.text"},
-			Value:   "attribute:http.response.body.size",
+			GroupBy: groupBy("service.name", "severity.text"),
+			Value:   windowaggregator.ValueConfig{Source: "attribute:http.response.body.size"},
 			Outputs: o.outputs,
 		}}
 	} else {
 		cfg.Aggregations = []windowaggregator.AggregationConfig{{
 			Name:    "http.server.latency",
 			Signal:  "spans",
-			GroupBy: spanGroupBy,
+			GroupBy: groupBy(spanGroupBy...),
 			Outputs: o.outputs,
 		}}
 		if o.explicit != nil {

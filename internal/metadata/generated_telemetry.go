@@ -36,6 +36,7 @@ type TelemetryBuilder struct {
 	WindowAggregatorInvalidWeights      metric.Int64Counter
 	WindowAggregatorLateFirings         metric.Int64ObservableCounter
 	WindowAggregatorLateRecords         metric.Int64Counter
+	WindowAggregatorOttlErrors          metric.Int64Counter
 	WindowAggregatorOverflowRecords     metric.Int64ObservableCounter
 	WindowAggregatorOverflowSeries      metric.Int64ObservableGauge
 	WindowAggregatorPendingPoints       metric.Int64ObservableGauge
@@ -263,6 +264,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_window_aggregator_late_records",
 		metric.WithDescription("Records not aggregated, by reason (expired, future, invalid) and action (routed, dropped, passed). [Alpha]"),
 		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.WindowAggregatorOttlErrors, err = builder.meter.Int64Counter(
+		"otelcol_window_aggregator_ottl_errors",
+		metric.WithDescription("OTTL expressions that failed on a record, by aggregation and clause (where, group_by, value): with error_mode ignore or silent the condition counts as false, the key or the value as missing. [Alpha]"),
+		metric.WithUnit("{error}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorOverflowRecords, err = builder.meter.Int64ObservableCounter(

@@ -147,6 +147,22 @@ func AssertEqualWindowAggregatorLateRecords(t *testing.T, tt *componenttest.Tele
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualWindowAggregatorOttlErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_window_aggregator_ottl_errors",
+		Description: "OTTL expressions that failed on a record, by aggregation and clause (where, group_by, value): with error_mode ignore or silent the condition counts as false, the key or the value as missing. [Alpha]",
+		Unit:        "{error}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_window_aggregator_ottl_errors")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualWindowAggregatorOverflowRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_overflow_records",

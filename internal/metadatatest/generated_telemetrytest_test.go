@@ -58,6 +58,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.WindowAggregatorEmitFailures.Add(context.Background(), 1)
 	tb.WindowAggregatorInvalidWeights.Add(context.Background(), 1)
 	tb.WindowAggregatorLateRecords.Add(context.Background(), 1)
+	tb.WindowAggregatorOttlErrors.Add(context.Background(), 1)
 	tb.WindowAggregatorRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorSharedSourceRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorTruncatedKeys.Add(context.Background(), 1)
@@ -84,6 +85,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorLateRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorOttlErrors(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorOverflowRecords(t, testTel,
