@@ -47,8 +47,8 @@ func FuzzConfig(f *testing.F) {
 }
 
 // FuzzIngestTraces: arbitrary OTLP trace payloads (tracestates included: spans are weighed by their
-// adjusted count) go through the connector without a panic, and every span is accounted for exactly
-// once in the records counter.
+// adjusted count) go through the connector, plain and with OTTL conditions, computed keys and a value
+// expression, without a panic, and every span is accounted for exactly once in the records counter.
 func FuzzIngestTraces(f *testing.F) {
 	var m ptrace.ProtoMarshaler
 	for _, td := range []ptrace.Traces{
@@ -73,7 +73,13 @@ func FuzzIngestTraces(f *testing.F) {
 		cfg := baseConfig()
 		cfg.AllowedLateness = time.Second
 		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("service.name", "span.name", "k"),
-			Outputs: []string{"count", "sum", "p99", "histogram"}}}
+			Outputs: []string{"count", "sum", "p99", "histogram"}},
+			{Name: "ottl", Signal: "spans", Outputs: []string{"count", "sum"},
+				Where: &WhereConfig{Conditions: []string{`span.kind == SPAN_KIND_SERVER or IsMatch(span.name, "^/x")`,
+					`Int(span.attributes["k"]) > 1`}},
+				GroupBy: []GroupByKey{{Key: "service.name", Default: "none"}, {Key: "route", OTTL: `Concat([span.name, span.attributes["k"]], " ")`},
+					{Key: "k", OTTL: `span.attributes["k"]`, Default: 0}},
+				Value: ValueConfig{OTTL: `Double(span.attributes["size"]) * 2.0`}}}
 		h := newConnectorHarness(t, cfg, true)
 		h.sendTraces(td)
 		h.sendTraces(td) // again: now partly late
@@ -108,7 +114,11 @@ func FuzzIngestLogs(f *testing.F) {
 		cfg := baseConfig()
 		cfg.AllowedLateness = time.Second
 		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "logs", GroupBy: keys("service.name", "severity.text"),
-			Value: ValueConfig{Source: "attribute:size"}, Weight: "attribute:rate", Outputs: []string{"count", "sum", "p99"}}}
+			Value: ValueConfig{Source: "attribute:size"}, Weight: "attribute:rate", Outputs: []string{"count", "sum", "p99"}},
+			{Name: "ottl", Signal: "logs", Outputs: []string{"count", "sum"},
+				Where:   &WhereConfig{Conditions: []string{`log.severity_number >= SEVERITY_NUMBER_WARN or log.body != ""`}},
+				GroupBy: []GroupByKey{{Key: "first", OTTL: `Split(log.body, " ")`}, {Key: "sev", OTTL: `log.severity_text`, Default: "?"}},
+				Value:   ValueConfig{OTTL: `Int(log.attributes["size"])`}}}
 		h := newConnectorHarness(t, cfg, true)
 		h.sendLogs(ld)
 		h.sendLogs(ld)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
@@ -165,14 +166,15 @@ func appendComputed(b *serieskey.Builder, v any) (ok, truncated bool) {
 		return true, appendValue(b, serieskey.Record, mapValue(x))
 	case pcommon.Slice:
 		return true, appendValue(b, serieskey.Record, sliceValue(x))
-	case map[string]any, []any:
+	default: // other slices and maps (Split gives a []string): their JSON form
+		if k := reflect.ValueOf(x).Kind(); k != reflect.Slice && k != reflect.Map {
+			return false, false
+		}
 		raw, err := json.Marshal(x)
 		if err != nil {
 			return false, false
 		}
 		return true, appendValue(b, serieskey.Record, pcommon.NewValueStr(string(raw)))
-	default:
-		return false, false
 	}
 	return true, truncated
 }

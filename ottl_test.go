@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 	"go.uber.org/zap"
@@ -25,9 +26,10 @@ import (
 // forms are the component's two forms.
 var forms = []string{"connector", "processor"}
 
-// formRun is what one form made of some batches: the result points, its telemetry, the errors its
-// consume calls returned, and its logs.
+// formRun is what one form made of some batches, until it shut down: the result points, its
+// telemetry, the errors its consume calls returned, and its logs.
 type formRun struct {
+	all    []pmetric.Metrics
 	points []point
 	tel    *componenttest.Telemetry
 	errs   []error
@@ -97,10 +99,11 @@ func runIn(t *testing.T, form string, cfg *Config, batches ...any) formRun {
 		}
 		settleAll(t)
 	}
-	run.points = points(sink.AllMetrics())
 	for _, c := range started {
 		must(t, c.Shutdown(context.Background()))
 	}
+	run.all = sink.AllMetrics() // the windows that fired, and those still open at shutdown (no storage)
+	run.points = points(run.all)
 	return run
 }
 
@@ -161,7 +164,8 @@ func TestConditionsSelectSpans(t *testing.T) {
 //   - {key: scope, ottl: scope.name}: the instrumentation scope's name (SDK or eBPF spans apart);
 //   - {key: tenant, ottl: tenant attribute, default: none}: nil without one, then the default;
 //   - {key: api, ottl: IsMatch(route, "^/api")}: a bool (false without a route);
-//   - {key: labels, ottl: a map attribute}: its JSON form.
+//   - {key: labels, ottl: a map attribute}: its JSON form;
+//   - {key: parts, ottl: Split(route, "/")}: a slice, as JSON (["","api"]; nil without a route).
 //
 // Two spans of one service, one scope, identical but for the route: GET /api (with every
 // attribute) and one without http.route and tenant. Concat gives "GET <nil>" for the missing route
@@ -177,6 +181,7 @@ func TestGroupByKeysComputedAndDefaulted(t *testing.T) {
 		{Key: "tenant", OTTL: `span.attributes["tenant"]`, Default: "none"},
 		{Key: "api", OTTL: `IsMatch(span.attributes["http.route"], "^/api")`},
 		{Key: "labels", OTTL: `span.attributes["labels"]`},
+		{Key: "parts", OTTL: `Split(span.attributes["http.route"], "/")`},
 	}})
 	attrs := func(route bool) map[string]any {
 		a := map[string]any{"http.request.method": "GET", "http.response.status_code": 200, "body.size": 2048,
@@ -195,7 +200,7 @@ func TestGroupByKeysComputedAndDefaulted(t *testing.T) {
 			useFakeClock(t)
 			run := runIn(t, form, cfg, batch, closerSpan(nil))
 			wantPoint(t, run.points, "req.count", `api=true(Bool),code=200(Int),http.route=/api(Str),kib=2(Double),labels={"team":"x"}(Str),`+
-				`route=GET /api(Str),scope=otelhttp(Str),service.name=a(Str),tenant=t1(Str)`, 0, 10, 1)
+				`parts=["","api"](Str),route=GET /api(Str),scope=otelhttp(Str),service.name=a(Str),tenant=t1(Str)`, 0, 10, 1)
 			wantPoint(t, run.points, "req.count", `api=false(Bool),code=200(Int),http.route=unmatched(Str),kib=2(Double),labels={"team":"x"}(Str),`+
 				`route=GET <nil>(Str),scope=otelhttp(Str),service.name=a(Str),tenant=none(Str)`, 0, 10, 1)
 		})
