@@ -49,6 +49,9 @@ type waOptions struct {
 	explicit   []any    // histogram.explicit.buckets; nil: the exponential histogram
 	exemplars  bool     // exemplars: {enabled: true, max_per_data_point: 5}, as smConfigWithExemplars
 	weightNone bool     // weight: none (the default for spans is adjusted_count)
+	// OTTL doing what the plain configuration does, for its cost: one condition that every span of
+	// the workload meets (server spans), http.request.method computed, the duration computed.
+	ottlCondition, ottlKey, ottlValue bool
 }
 
 // explicitBuckets are span_metrics' default explicit bounds, as durations.
@@ -101,6 +104,16 @@ func waConfig(o waOptions) *windowaggregator.Config {
 		cfg.Aggregations[0].Exemplars = windowaggregator.ExemplarsConfig{Enabled: o.exemplars, MaxPerDataPoint: exemplarsPerPoint}
 		if o.weightNone {
 			cfg.Aggregations[0].Weight = "none"
+		}
+		a := &cfg.Aggregations[0]
+		if o.ottlCondition {
+			a.Where = &windowaggregator.WhereConfig{Conditions: []string{"span.kind == SPAN_KIND_SERVER"}}
+		}
+		if o.ottlKey {
+			a.GroupBy[2] = windowaggregator.GroupByKey{Key: "http.request.method", OTTL: `span.attributes["http.request.method"]`}
+		}
+		if o.ottlValue {
+			a.Value = windowaggregator.ValueConfig{OTTL: "Double(span.end_time_unix_nano - span.start_time_unix_nano) / 1000000.0"}
 		}
 	}
 	if err := cfg.Validate(); err != nil {

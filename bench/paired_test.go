@@ -42,6 +42,10 @@ import (
 //     sampled spans whose tracestates are one per service, or all distinct): x_none = weight:
 //     adjusted_count (the default) ns/span ÷ weight: none, what reading and weighing thresholds
 //     costs;
+//   - pair=ottl_condition_vs_plain, ottl_key_vs_plain, ottl_value_vs_plain (window_aggregator): the
+//     same aggregation with one OTTL condition that every span meets, with http.request.method
+//     computed by OTTL, or with the duration computed by OTTL, against the plain one: x_plain = with
+//     OTTL ns/span ÷ plain ns/span, what each costs;
 //   - pair=per_source_vs_global (window_aggregator, watermark.per_source [service.instance.id] vs no
 //     per_source, on batches whose 10 services have 2 instances each taking turns batch by batch: 20
 //     sources; turns of 60 batches): x_global = per_source ns/span ÷ global ns/span (target <= 1.05);
@@ -121,6 +125,23 @@ func BenchmarkPaired(b *testing.B) {
 					}
 					runPaired(b, sampledTraceRing(mode), sides, slotsPerMinute)
 					b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_none")
+				})
+			}
+			for _, o := range []struct {
+				name string
+				opts waOptions
+			}{
+				{"condition", waOptions{outputs: outputs, ottlCondition: true}},
+				{"key", waOptions{outputs: outputs, ottlKey: true}},
+				{"value", waOptions{outputs: outputs, ottlValue: true}},
+			} {
+				b.Run("pair=ottl_"+o.name+"_vs_plain", func(b *testing.B) {
+					sides := []side{
+						{name: "plain", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
+						{name: "ottl", h: newWindowAggregator(b, waConfig(o.opts), nil)},
+					}
+					runPaired(b, traceRingFor(0), sides, slotsPerMinute)
+					b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_plain")
 				})
 			}
 			b.Run("pair=per_source_vs_global", func(b *testing.B) { runPairedPerSource(b, outputs) })
