@@ -20,8 +20,10 @@ type aggregation struct {
 	where   []condition
 	groupBy []keyRef
 	// computed: some of what it reads is computed (OTTL) or defaulted, and takes the general path
-	// (ingestRun.readComputed); the others read as plain aggregations always have
-	computed bool
+	// (ingestRun.readComputed); the others read as plain aggregations always have. computedKeys
+	// are then the group_by keys' expressions and defaults, by position.
+	computed     bool
+	computedKeys []computedKey
 	// conditions are where.conditions: any one true selects a record; valueExpr is value: {ottl}
 	conditions []ottlCondition
 	valueExpr  ottlValue
@@ -89,24 +91,25 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 			}
 		}
 	}
+	c.computedKeys = make([]computedKey, len(a.GroupBy))
 	for i, k := range a.GroupBy {
-		ref := newKeyRef(k.Key, sg)
+		ref, ck := newKeyRef(k.Key, sg), &c.computedKeys[i]
 		if k.OTTL != "" {
 			ref.field = -1 // computed: never the record's field of that name
 			if err := parse(fmt.Sprintf("group_by[%d]", i), func(p ottlParser) (err error) {
-				ref.expr, err = p.value(k.OTTL)
+				ck.expr, err = p.value(k.OTTL)
 				return err
 			}); err != nil {
 				return nil, err
 			}
 		}
 		if k.Default != nil {
-			ref.def, ref.hasDef = pcommon.NewValueEmpty(), true
-			if err := ref.def.FromRaw(k.Default); err != nil {
+			ck.def, ck.hasDef = pcommon.NewValueEmpty(), true
+			if err := ck.def.FromRaw(k.Default); err != nil {
 				return nil, fmt.Errorf("aggregation %q: group_by[%d].default: %w", a.Name, i, err)
 			}
 		}
-		c.computed = c.computed || ref.expr != nil || k.Default != nil
+		c.computed = c.computed || ck.expr != nil || ck.hasDef
 		c.groupBy = append(c.groupBy, ref)
 	}
 	c.stampsInstance = stampsInstance(c)

@@ -224,10 +224,10 @@ func (run *ingestRun) buildComputedKey(a *aggregation) (truncated bool) {
 	b, r := &run.sc.key, run.r
 	b.Reset()
 	for i := range a.groupBy {
-		k := &a.groupBy[i]
+		k, ck := &a.groupBy[i], &a.computedKeys[i]
 		switch {
-		case k.expr != nil:
-			x, err := k.expr(run.ctx, r)
+		case ck.expr != nil:
+			x, err := ck.expr(run.ctx, r)
 			if err != nil {
 				run.ottlError(a, clauseGroupBy, err)
 				x = nil
@@ -246,8 +246,8 @@ func (run *ingestRun) buildComputedKey(a *aggregation) (truncated bool) {
 				continue
 			}
 		}
-		if k.hasDef {
-			appendValue(b, serieskey.Record, k.def)
+		if ck.hasDef {
+			appendValue(b, serieskey.Record, ck.def)
 		} else {
 			b.Absent()
 		}

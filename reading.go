@@ -14,12 +14,17 @@ import (
 // What an aggregation reads of a record, through the view (record.go): whether it selects it, its
 // series key, its value and its weight.
 
-// keyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), an
-// attribute, or for group_by an OTTL expression (expr); def, with hasDef, is a group_by key's value
-// for a record that lacks it.
+// keyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), or an
+// attribute. (A group_by key computed by OTTL, or with a default, has those in the aggregation's
+// computedKey, by position.)
 type keyRef struct {
-	name   string
-	field  int // index in the signal's fields; -1: an attribute
+	name  string
+	field int // index in the signal's fields; -1: an attribute
+}
+
+// computedKey is what a group_by key adds to keyRef: an OTTL expression that computes its value
+// (nil: read as keyRef says), and its value for a record that lacks it (with hasDef).
+type computedKey struct {
 	expr   ottlValue
 	def    pcommon.Value
 	hasDef bool
