@@ -267,7 +267,7 @@ func randomModelSpans(rng *rand.Rand, n int) []modelSpan {
 		spans[i] = modelSpan{
 			service: pick("a", "b", "c"), route: pick("/api", "/api/v2", "/health", "/login", ""), method: pick("GET", "POST", ""),
 			size: pick("int:5", "int:500", "150", "42", "abc", ""), j: pick(`{"a":1}`, `{"a":2}`, "oops", ""),
-			kind: []ptrace.SpanKind{ptrace.SpanKindServer, ptrace.SpanKindClient}[rng.IntN(2)],
+			kind:   []ptrace.SpanKind{ptrace.SpanKindServer, ptrace.SpanKindClient}[rng.IntN(2)],
 			status: []ptrace.StatusCode{ptrace.StatusCodeUnset, ptrace.StatusCodeOk, ptrace.StatusCodeError}[rng.IntN(3)],
 			end:    t, ms: float64(1 + rng.IntN(900)),
 		}
