@@ -45,8 +45,14 @@ func (h *Histogram) SetExponential(scale int32, zeroCount uint64, posOffset int3
 }
 
 // outerBounds returns the lower bound of the lowest occupied bucket and the upper bound of the
-// highest, counting the zero bucket as 0.
+// highest, counting the zero bucket as 0, within the finite floats (the bound of the bucket of the
+// greatest floats is 2^1024).
 func (h *Histogram) outerBounds() (lo, hi float64) {
+	lo, hi = h.bucketBounds()
+	return max(lo, -math.MaxFloat64), min(hi, math.MaxFloat64)
+}
+
+func (h *Histogram) bucketBounds() (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	if h.zeroCount > 0 {
 		lo, hi = 0, 0

@@ -72,3 +72,24 @@ func TestDownscaleToAScale(t *testing.T) {
 		}
 	}
 }
+
+// Without min and max, a point holding the greatest floats, whose bucket's upper bound is 2^1024,
+// still gets finite bounds: a histogram holds no infinity, and it encodes and decodes.
+func TestSetExponentialWithoutMinMaxAtTheEdgeOfTheFloats(t *testing.T) {
+	for _, v := range []float64{math.MaxFloat64, -math.MaxFloat64} {
+		src := New(DefaultScale, DefaultMaxBuckets)
+		src.Insert(v)
+		s := src.Scale()
+		posOff, pos := src.AppendPositiveCountsAt(nil, s)
+		negOff, neg := src.AppendNegativeCountsAt(nil, s)
+		h := New(DefaultScale, DefaultMaxBuckets)
+		h.SetExponential(s, 0, posOff, pos, negOff, neg, v, 0, 0, false)
+		if math.IsInf(h.Min(), 0) || math.IsInf(h.Max(), 0) || !(h.Min() <= v && v <= h.Max()) {
+			t.Fatalf("%g: min/max %v/%v", v, h.Min(), h.Max())
+		}
+		var back Histogram
+		if _, err := back.UnmarshalBinary(h.AppendBinary(nil)); err != nil {
+			t.Fatalf("%g: %v", v, err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
 	"github.com/windowaggregator/windowaggregator/processor/exemplar"
+	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
 
 // Engine is the window engine: one watermark, the series of every aggregation, and their panes.
@@ -130,8 +131,10 @@ type Batch struct {
 	// TraceID: none (an aggregation without exemplars, or a record without a span).
 	exemplars []exemplar.Exemplar
 	// weights holds the weights of the staged records up to the last one of weight above 1 staged
-	// since the last Apply, by staged index; a record past its end weighs 1.
+	// since the last Apply, by staged index; a record past its end weighs 1. dists likewise holds
+	// the distributions (StageDistribution) up to the last one; nil: a value record.
 	weights []uint32
+	dists   []*Distribution
 	keys    []byte  // the staged keys, back to back
 	order   []int32 // staged indexes grouped by shard
 	counts  []int32 // per shard, then prefix sums
@@ -264,6 +267,22 @@ type Record struct {
 	Weight uint32
 }
 
+// Distribution is a record that is itself a distribution of values (a histogram data point), staged
+// with StageDistribution: Count values (> 0) adding up to Sum, between Min and Max if HasMinMax (else
+// a window of such records alone has no min and max: they are +Inf and -Inf), counted in the
+// aggregation's explicit buckets (Buckets, len(Bounds)+1 of them, bucket i holding the values in
+// (Bounds[i-1], Bounds[i]]; nil: it adds to no bucket) and held by Sketch (merged into the
+// aggregation's sketches, at the coarser of their scales; nil: it adds nothing to them). It counts as
+// Count records in count, as its values in sum, avg, min, max, the histograms and the percentiles.
+type Distribution struct {
+	Count     uint64
+	Sum       float64
+	Min, Max  float64
+	HasMinMax bool
+	Buckets   []uint64
+	Sketch    *sketch.Histogram
+}
+
 // StageChecked queues record r, whose verdict comes from Apply. Its time must be one that Check has
 // found OnTime in this batch: the caller checks it, once for a record it stages for several
 // aggregations.
@@ -281,6 +300,32 @@ func (b *Batch) StageChecked(r *Record) {
 	}
 }
 
+// StageDistribution queues record r, whose value is the distribution d rather than r.Value (r.Weight
+// and r's span ids are not read: a distribution gives no exemplar), as StageChecked does a value
+// record. The caller keeps d unchanged until Apply.
+func (b *Batch) StageDistribution(r *Record, d *Distribution) {
+	b.staged = append(b.staged, staged{
+		hash: b.e.hash(r.Agg, r.Key), t: r.Time, p: b.paneStart(r.Time),
+		keyOff: uint32(len(b.keys)), keyLen: uint32(len(r.Key)), agg: uint16(r.Agg), src: b.src, tag: r.Tag,
+	})
+	b.keys = append(b.keys, r.Key...)
+	if b.e.exemplars {
+		b.exemplars = append(b.exemplars, exemplar.Exemplar{})
+	}
+	for len(b.dists) < len(b.staged)-1 {
+		b.dists = append(b.dists, nil)
+	}
+	b.dists = append(b.dists, d)
+}
+
+// distAt returns staged record i's distribution, or nil for a value record.
+func (b *Batch) distAt(i int32) *Distribution {
+	if int(i) < len(b.dists) {
+		return b.dists[i]
+	}
+	return nil
+}
+
 // stageWeight records weight w of the record staged last, and weight 1 for the records staged since
 // the last one it recorded.
 func (b *Batch) stageWeight(w uint32) {
@@ -288,6 +333,12 @@ func (b *Batch) stageWeight(w uint32) {
 		b.weights = append(b.weights, 1)
 	}
 	b.weights = append(b.weights, w)
+}
+
+// itemAt returns what staged record i adds: its value at its weight, or its distribution.
+func (b *Batch) itemAt(i int32) item {
+	r := &b.staged[i]
+	return item{v: r.v, n: b.weightAt(i), hasValue: !math.IsNaN(r.v) && !math.IsInf(r.v, 0), dist: b.distAt(i)}
 }
 
 // weightAt returns staged record i's weight.
@@ -369,6 +420,8 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict, w int64)) {
 	}
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
 	b.exemplars, b.weights = b.exemplars[:0], b.weights[:0]
+	clear(b.dists)
+	b.dists = b.dists[:0]
 }
 
 // applyShard adds the records of one shard whose series exist, and sets aside the others.
@@ -376,7 +429,7 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	sh.mu.Lock()
 	w := sh.observe(b.w)
 	b.prefetch(sh, idx)
-	if len(b.exemplars) > 0 || len(b.weights) > 0 {
+	if len(b.exemplars) > 0 || len(b.weights) > 0 || len(b.dists) > 0 {
 		b.applyShardStaged(sh, idx, w, late)
 		sh.mu.Unlock()
 		return
@@ -393,11 +446,23 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	sh.mu.Unlock()
 }
 
-// applyShardStaged is applyShard's loop for a batch that staged exemplars or weights: each record with
-// its weight, and its exemplar after its value.
+// applyShardStaged is applyShard's loop for a batch that staged exemplars, weights or distributions:
+// each record with its weight or its distribution, and its exemplar after its value.
 func (b *Batch) applyShardStaged(sh *shard, idx []int32, w int64, late func(int32, Verdict, int64)) {
 	for _, i := range idx {
 		r := &b.staged[i]
+		if d := b.distAt(i); d != nil {
+			vd, se, ok := sh.lookup(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p)
+			if !ok {
+				b.fresh = append(b.fresh, i)
+				continue
+			}
+			if se != nil {
+				sh.addDist(se, r.p, d, vd)
+			}
+			b.done(r, vd, w, late)
+			continue
+		}
 		vd, se, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.weightAt(i))
 		if !ok {
 			b.fresh = append(b.fresh, i)
@@ -457,7 +522,8 @@ func (b *Batch) applyFresh(late func(int32, Verdict, int64)) {
 		sh := e.shards[r.hash&e.mask]
 		sh.mu.Lock()
 		w := sh.observe(b.w)
-		vd, full := sh.addOrCreate(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.weightAt(i), b.exemplarAt(i))
+		it := b.itemAt(i)
+		vd, full := sh.addOrCreate(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, &it, b.exemplarAt(i))
 		sh.mu.Unlock()
 		if full {
 			b.spill = append(b.spill, i)
@@ -481,7 +547,8 @@ func (b *Batch) applyOverflow(late func(int32, Verdict, int64)) {
 	w := sh.observe(b.w)
 	for _, i := range b.spill {
 		r := &b.staged[i]
-		vd := sh.addOverflow(w, int(r.agg), r.p, r.v, b.weightAt(i), b.exemplarAt(i))
+		it := b.itemAt(i)
+		vd := sh.addOverflow(w, int(r.agg), r.p, &it, b.exemplarAt(i))
 		if vd != Expired {
 			b.overflow++
 		}
@@ -529,10 +596,12 @@ func (b *Batch) End() {
 	b.verdicts, b.overflow = [numVerdicts]uint64{}, 0
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
 	b.exemplars, b.weights = b.exemplars[:0], b.weights[:0]
+	clear(b.dists)
+	b.dists = b.dists[:0]
 	if cap(b.keys) > maxPooledKeyBytes || cap(b.staged) > maxPooledRecords || cap(b.seenSeries) > maxPooledRecords {
 		// One huge request must not leave its buffers behind in the pool.
 		b.staged, b.keys, b.order, b.fresh, b.spill = nil, nil, nil, nil, nil
-		b.seenSeries, b.exemplars, b.weights = nil, nil, nil
+		b.seenSeries, b.exemplars, b.weights, b.dists = nil, nil, nil, nil
 	}
 	b.e = nil
 	e.batches.Put(b)

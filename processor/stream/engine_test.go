@@ -376,6 +376,40 @@ func stageRec(b *Batch, r *refRec, key []byte, tag int32) Verdict {
 		b.verdicts[vd]++
 		return vd
 	}
+	if r.dist != nil {
+		b.StageDistribution(&Record{Agg: r.agg, Key: key, Time: r.t, Tag: tag}, distOf(&b.e.aggs[r.agg], r))
+		return OnTime
+	}
 	b.StageChecked(&Record{Agg: r.agg, Key: key, Time: r.t, Value: r.v, Tag: tag, Weight: r.w})
 	return OnTime
+}
+
+// distOf makes the Distribution of a distribution record r for aggregation a, as the metrics input
+// makes one of a histogram data point: its count, sum and (unless r.noMinMax) min and max; its values
+// counted in a's explicit buckets; and, when a keeps a sketch, a sketch of them exported as an
+// OpenTelemetry exponential histogram and imported with SetExponential.
+func distOf(a *Aggregation, r *refRec) *Distribution {
+	d := &Distribution{Count: uint64(len(r.dist)), HasMinMax: !r.noMinMax, Min: math.Inf(1), Max: math.Inf(-1)}
+	for _, v := range r.dist {
+		d.Sum += v
+		d.Min, d.Max = min(d.Min, v), max(d.Max, v)
+	}
+	if a.Bounds != nil {
+		d.Buckets = make([]uint64, a.buckets())
+		for _, v := range r.dist {
+			d.Buckets[bucketOf(a.Bounds, v)]++
+		}
+	}
+	if a.keepsSketch() {
+		src := newSketch()
+		for _, v := range r.dist {
+			src.Insert(v)
+		}
+		s := src.Scale()
+		posOff, pos := src.AppendPositiveCountsAt(nil, s)
+		negOff, neg := src.AppendNegativeCountsAt(nil, s)
+		d.Sketch = newSketch()
+		d.Sketch.SetExponential(s, src.ZeroCount(), posOff, pos, negOff, neg, d.Sum, d.Min, d.Max, d.HasMinMax)
+	}
+	return d
 }

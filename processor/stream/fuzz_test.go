@@ -306,6 +306,9 @@ func runFuzzOps(data []byte) (msg string) {
 				rec := refRec{agg: agg, key: key, t: t, v: fuzzValue(vb)}
 				if kb&8 != 0 { // a weighted record: bit 3 of the key byte, which picks no key
 					rec.w = fuzzWeights[int(jb)%len(fuzzWeights)]
+					if jb%4 == 0 { // or a distribution, of the finite ones of a few values
+						rec.dist, rec.noMinMax = fuzzDist(vb, tb, jb), jb&16 != 0
+					}
 				}
 				p := pending{agg: agg, key: key, t: t, v: rec.v}
 				if staged { // a span (see spanOf), which aggregations with exemplars take as one
@@ -394,11 +397,32 @@ func runFuzzOps(data []byte) (msg string) {
 // fuzzWeights are the weights of the records the input weighs: small and large adjusted counts.
 var fuzzWeights = []uint32{2, 3, 4, 10, 100, 1000, 1 << 20}
 
+// fuzzDist returns the values of a distribution record: the finite ones of the values of bytes vb,
+// tb and jb, as long as their sum stays finite (a Distribution's Sum is), and 1 if none is.
+func fuzzDist(vb, tb, jb byte) []float64 {
+	var vs []float64
+	sum := 0.0
+	for _, b := range []byte{vb, tb, jb} {
+		if v := fuzzValue(b); finite(v) && finite(sum+v) {
+			vs = append(vs, v)
+			sum += v
+		}
+	}
+	if len(vs) == 0 {
+		vs = append(vs, 1)
+	}
+	return vs
+}
+
 // stageSpan is Batch.stage for record r, of its weight, as span n (see spanOf).
 func stageSpan(b *Batch, r *refRec, tag int32, n uint64) Verdict {
 	if vd := b.Check(r.t); vd != OnTime {
 		b.verdicts[vd]++
 		return vd
+	}
+	if r.dist != nil {
+		b.StageDistribution(&Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Tag: tag}, distOf(&b.e.aggs[r.agg], r))
+		return OnTime
 	}
 	trace, span := spanOf(n)
 	b.StageChecked(&Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Value: r.v, Tag: tag, TraceID: trace, SpanID: span, Weight: r.w})

@@ -47,6 +47,8 @@ type modelConfig struct {
 
 	// weights: records weigh from 1 to about a million (see genWeight), not 1 each.
 	weights bool
+	// dists: about one record in four is a distribution of a few values (see genDist).
+	dists bool
 
 	perSource  bool
 	sourceIdle time.Duration
@@ -86,6 +88,9 @@ func (c *modelConfig) String() string {
 	if c.weights {
 		s += " weighted"
 	}
+	if c.dists {
+		s += " distributions"
+	}
 	return s
 }
 
@@ -96,33 +101,34 @@ var fullQuantiles = []float64{0.5, 0.9, 0.99, 0.999}
 const realNow = int64(1_700_000_000) * int64(time.Second)
 
 // modelConfigs are the configurations of the model tests; about half of them weigh their records (see
-// genWeight), the others count each record once.
+// genWeight), the others count each record once, and some of the weighted ones take distributions
+// (see genDist).
 func modelConfigs() []modelConfig {
 	s := time.Second
 	return []modelConfig{
 		{name: "tumbling10s", size: 10 * s, skew: 30 * s, keys: 4, seeds: 40, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
-		{name: "tumbling10s-late-ooo-idle", weights: true, size: 10 * s, slide: 10 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
+		{name: "tumbling10s-late-ooo-idle", weights: true, dists: true, size: 10 * s, slide: 10 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
 			skew: 30 * s, keys: 8, emptyKey: true, seeds: 40, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
-		{name: "tumbling1s-3aggs", weights: true, size: s, lateness: 2 * s, ooo: s / 2, idle: 3 * s, skew: 30 * s, keys: 3,
+		{name: "tumbling1s-3aggs", weights: true, dists: true, size: s, lateness: 2 * s, ooo: s / 2, idle: 3 * s, skew: 30 * s, keys: 3,
 			seeds: 40, ops: 40, shards: 1,
 			aggs: []Aggregation{{Histogram: true}, {Quantiles: []float64{0, 0.25, 1}}, {}}},
 		{name: "sliding4s/1s", size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 5, seeds: 40, ops: 24,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
-		{name: "sliding4s/1s-late-idle-3aggs", weights: true, size: 4 * s, slide: s, lateness: 2500 * time.Millisecond, idle: 5 * s,
+		{name: "sliding4s/1s-late-idle-3aggs", weights: true, dists: true, size: 4 * s, slide: s, lateness: 2500 * time.Millisecond, idle: 5 * s,
 			skew: 30 * s, keys: 12, seeds: 40, ops: 30,
 			aggs: []Aggregation{{Quantiles: fullQuantiles}, {Histogram: true}, {}}},
 		{name: "sliding60s/1s", size: 60 * s, slide: s, lateness: 10 * s, ooo: 5 * s, idle: 20 * s, skew: 30 * s,
 			keys: 12, seeds: 8, ops: 20,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
-		{name: "sliding10s/2.5s-near-epoch", weights: true, size: 10 * s, slide: 2500 * time.Millisecond, lateness: 5 * s,
+		{name: "sliding10s/2.5s-near-epoch", weights: true, dists: true, size: 10 * s, slide: 2500 * time.Millisecond, lateness: 5 * s,
 			ooo: s, idle: 4 * s, skew: 5 * s, keys: 4, base: int64(12 * s), seeds: 40, ops: 20,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
 		// Many records per series and batch, out of order over a few panes: a series' head moves from
 		// pane to pane, taking and putting back totals and pending values (TestFullPendingValues...
 		// fills one).
-		{name: "sliding4s/1s-dense", weights: true, size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 2,
+		{name: "sliding4s/1s-dense", weights: true, dists: true, size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 2,
 			maxBatch: 300, seeds: 24, ops: 16,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
 		{name: "sliding40ns/10ns", weights: true, size: 40, slide: 10, lateness: 25, ooo: 7, idle: 50, skew: 30, keys: 4,
@@ -142,7 +148,7 @@ func modelConfigs() []modelConfig {
 			perSource: true, sourceIdle: 20 * s, maxSources: 8, sources: 4, sourceLag: 90 * s,
 			keys: 4, seeds: 30, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
-		{name: "per-source-idle", weights: true, size: 10 * s, slide: 5 * s, lateness: 5 * s, idle: 15 * s, skew: 30 * s, lead: 10 * s,
+		{name: "per-source-idle", weights: true, dists: true, size: 10 * s, slide: 5 * s, lateness: 5 * s, idle: 15 * s, skew: 30 * s, lead: 10 * s,
 			perSource: true, sourceIdle: 30 * s, maxSources: 16, sources: 4, sourceLag: 60 * s,
 			keys: 4, seeds: 30, ops: 40,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
@@ -232,6 +238,17 @@ func genWeight(rng *rand.Rand) uint32 {
 	default:
 		return uint32(1 + rng.IntN(1<<20))
 	}
+}
+
+// genDist draws a distribution record's values: one to six finite ones, and whether it leaves out
+// its min and max (one in three).
+func genDist(rng *rand.Rand, prev []float64) ([]float64, bool) {
+	vs := make([]float64, 1+rng.IntN(6))
+	for i := range vs {
+		for vs[i] = genValue(rng, prev, 0); !finite(vs[i]); vs[i] = genValue(rng, prev, 0) {
+		}
+	}
+	return vs, rng.IntN(3) == 0
 }
 
 // genScenario draws a stream for c. It runs a quiet model alongside to aim records at the watermark:
@@ -374,6 +391,9 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 			rec := refRec{agg: agg, key: key, t: t, v: v, src: src}
 			if c.weights {
 				rec.w = genWeight(rng)
+			}
+			if c.dists && rng.IntN(4) == 0 {
+				rec.dist, rec.noMinMax = genDist(rng, prev)
 			}
 			b.addRec(rec)
 			op.recs = append(op.recs, rec)
@@ -869,6 +889,9 @@ func describeScenario(sc *scenario) string {
 			fmt.Fprintf(&b, " record(%d, %q, %s, %g", r.agg, r.key, tf.t(r.t), r.v)
 			if r.w > 1 {
 				fmt.Fprintf(&b, ", weight %d", r.w)
+			}
+			if r.dist != nil {
+				fmt.Fprintf(&b, ", dist %v, minmax %v", r.dist, !r.noMinMax)
 			}
 			b.WriteString(")")
 		}

@@ -117,10 +117,35 @@ type refRec struct {
 	v   float64
 	src string // per_source: the record's source
 	w   uint32 // weight: the records it stands for; 0 means 1, as for stream.Record
+	// dist, when not nil, makes the record a distribution of these finite values (a histogram data
+	// point), staged with StageDistribution (v and w unused); noMinMax: it does not say their min and
+	// max.
+	dist     []float64
+	noMinMax bool
 }
 
 // weight returns the records r stands for.
-func (r *refRec) weight() uint64 { return uint64(max(r.w, 1)) }
+func (r *refRec) weight() uint64 {
+	if r.dist != nil {
+		return uint64(len(r.dist))
+	}
+	return uint64(max(r.w, 1))
+}
+
+// values returns r's finite values, each with the records it stands for.
+func (r *refRec) values() []weighted {
+	if r.dist != nil {
+		out := make([]weighted, len(r.dist))
+		for i, v := range r.dist {
+			out[i] = weighted{v, 1}
+		}
+		return out
+	}
+	if !finite(r.v) {
+		return nil
+	}
+	return []weighted{{r.v, r.weight()}}
+}
 
 type refWinID struct {
 	agg   int
@@ -527,30 +552,33 @@ func (m *refModel) fire(out []firingRec, id refWinID, w *refWin, late bool) []fi
 	}
 	for _, i := range part {
 		r := &m.recs[i]
-		n := r.weight()
-		f.Count += n
-		if finite(r.v) {
-			f.Sum += float64(n) * r.v
-			f.ValueCount += n
-			f.absSum += float64(n) * math.Abs(r.v)
+		f.Count += r.weight()
+		for _, x := range r.values() {
+			f.Sum += float64(x.n) * x.v
+			f.ValueCount += x.n
+			f.absSum += float64(x.n) * math.Abs(x.v)
 		}
 	}
 	var vals []weighted
 	var wholeSum float64
+	unknownMinMax := false // a distribution that does not say its min and max: the window has none
 	for _, i := range w.all {
 		r := &m.recs[i]
-		if finite(r.v) {
-			n := r.weight()
-			vals = append(vals, weighted{r.v, n})
-			wholeSum += float64(n) * r.v
-			f.wholeAbsSum += float64(n) * math.Abs(r.v)
-			f.WindowValueCount += n
+		unknownMinMax = unknownMinMax || r.noMinMax
+		for _, x := range r.values() {
+			vals = append(vals, x)
+			wholeSum += float64(x.n) * x.v
+			f.wholeAbsSum += float64(x.n) * math.Abs(x.v)
+			f.WindowValueCount += x.n
 		}
 	}
 	sort.Slice(vals, func(i, j int) bool { return vals[i].v < vals[j].v })
 	if n := f.WindowValueCount; n > 0 {
 		f.Avg = wholeSum / float64(n)
 		f.Min, f.Max = vals[0].v, vals[len(vals)-1].v
+		if unknownMinMax {
+			f.Min, f.Max = math.Inf(-1), math.Inf(1)
+		}
 		for _, q := range a.Quantiles {
 			f.Quantiles = append(f.Quantiles, weightedRank(vals, uint64(quantileIndex(q, int(n)))))
 		}

@@ -1,6 +1,8 @@
 package stream
 
 import (
+	"math"
+
 	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 )
@@ -31,6 +33,69 @@ func (t *totals) add(v float64, hasValue bool, n uint64) {
 	}
 	t.valueCount += n
 	t.sum += v * float64(n) // exact for n = 1: an unweighted record's sum is what adding v makes
+}
+
+// addDist counts a distribution of d.Count values. Its min and max, when it has none, are unknown:
+// -Inf and +Inf, which no record or merge replaces, so that totals with one unknown extreme report
+// none rather than the extreme of the others.
+func (t *totals) addDist(d *Distribution) {
+	t.count += d.Count
+	if d.Count == 0 {
+		return
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if d.HasMinMax {
+		lo, hi = d.Min, d.Max
+	}
+	if t.valueCount == 0 || lo < t.min {
+		t.min = lo
+	}
+	if t.valueCount == 0 || hi > t.max {
+		t.max = hi
+	}
+	t.valueCount += d.Count
+	t.sum += d.Sum
+}
+
+// item is what one record adds, for the paths that take both kinds of record: n records of value v
+// (hasValue: v is finite), or the distribution dist.
+type item struct {
+	v        float64
+	n        uint64
+	hasValue bool
+	dist     *Distribution
+}
+
+func (t *totals) addItem(it *item) {
+	if it.dist != nil {
+		t.addDist(it.dist)
+		return
+	}
+	t.add(it.v, it.hasValue, it.n)
+}
+
+// insertItem inserts the item's values into sketch h (nil: none), with their count.
+func insertItem(h *sketch.Histogram, it *item) {
+	switch {
+	case h == nil:
+	case it.dist != nil:
+		h.Merge(it.dist.Sketch)
+	case it.hasValue:
+		h.InsertN(it.v, it.n)
+	}
+}
+
+// countItem counts the item's values in explicit buckets counts (nil: none) of bounds.
+func countItem(counts []uint64, bounds []float64, it *item) {
+	switch {
+	case counts == nil:
+	case it.dist != nil:
+		if it.dist.Buckets != nil {
+			addCounts(counts, it.dist.Buckets)
+		}
+	case it.hasValue:
+		counts[bucketOf(bounds, it.v)] += it.n
+	}
 }
 
 func (t *totals) merge(o *totals) {
@@ -82,15 +147,13 @@ func newPaneExemplars(size int) *paneExemplars {
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
 
-// addLate puts a record of weight n that is late for a fired window of this pane into its totals and
-// its delta, and the value into the delta's sketch; the caller inserts the value into the pane's own
-// sketch (see shard.add). On-time records go to the series' head, not here.
-func (p *pane) addLate(v float64, hasValue bool, n uint64) {
-	p.total.add(v, hasValue, n)
-	p.delta.add(v, hasValue, n)
-	if hasValue && p.deltaHist != nil {
-		p.deltaHist.InsertN(v, n)
-	}
+// addLate puts a record that is late for a fired window of this pane into its totals and its delta,
+// and its values into the delta's sketch; the caller inserts them into the pane's own sketch (see
+// shard.add). On-time records go to the series' head, not here.
+func (p *pane) addLate(it *item) {
+	p.total.addItem(it)
+	p.delta.addItem(it)
+	insertItem(p.deltaHist, it)
 }
 
 func (p *pane) clearDelta() {

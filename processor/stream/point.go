@@ -22,6 +22,9 @@ type Point struct {
 	Count      uint64
 	ValueCount uint64  // finite values behind Sum
 	Sum        float64 // of finite values
+	// Min and Max are the least and greatest of those values, with ValueCount > 0; -Inf and +Inf when
+	// a distribution among them did not say (see Distribution).
+	Min, Max float64
 	// Hist is the values' sketch, with Aggregation.Histogram; BucketCounts the counts of the explicit
 	// buckets, with Aggregation.Bounds: len(Bounds)+1 of them, bucket i holding the values in
 	// (Bounds[i-1], Bounds[i]].
@@ -76,28 +79,24 @@ func (s *series) accrualOf() *accrual {
 	return s.ac
 }
 
-// foldLate adds the value of a late record of weight n, of the pane starting at start, to what the
-// series' next point carries.
-func (s *series) foldLate(v float64, hasValue bool, n uint64, start int64, a *Aggregation) {
+// foldLate adds a late record, of the pane starting at start, to what the series' next point carries.
+func (s *series) foldLate(it *item, start int64, a *Aggregation) {
 	ac := s.accrualOf()
 	if ac.fold.count == 0 || start < ac.foldFirst {
 		ac.foldFirst = start
 	}
-	ac.fold.add(v, hasValue, n)
-	if !hasValue {
-		return
-	}
+	ac.fold.addItem(it)
 	if a.Histogram {
 		if ac.foldHist == nil {
 			ac.foldHist = newSketch()
 		}
-		ac.foldHist.InsertN(v, n)
+		insertItem(ac.foldHist, it)
 	}
 	if a.Bounds != nil {
 		if ac.foldCounts == nil {
 			ac.foldCounts = make([]uint64, a.buckets())
 		}
-		ac.foldCounts[bucketOf(a.Bounds, v)] += n
+		countItem(ac.foldCounts, a.Bounds, it)
 	}
 }
 
@@ -238,7 +237,7 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 			copy(pt.BucketCounts, ac.cumCounts)
 		}
 	}
-	pt.Count, pt.ValueCount, pt.Sum = t.count, t.valueCount, t.sum
+	pt.Count, pt.ValueCount, pt.Sum, pt.Min, pt.Max = t.count, t.valueCount, t.sum, t.min, t.max
 	if ex != nil && ex.Len() > 0 {
 		pt.Exemplars = r.pointExemplars(ex)
 	}

@@ -65,6 +65,7 @@ var pointModes = []pointMode{{"delta-revise", false, false}, {"delta-fold", fals
 type pointContent struct {
 	count, valueCount uint64
 	sum, sumAbs       float64
+	min, max          float64 // of the values, with valueCount > 0; -Inf and +Inf: unknown (see Distribution)
 	buckets           []uint64
 	recs              []uint64 // the records with a value and a span, by number (see spanOf)
 	firstT            int64    // the earliest event time of its records, when count > 0
@@ -75,26 +76,46 @@ func (c *pointContent) add(r *refRec, rec uint64) {
 	if c.count == 0 || r.t < c.firstT {
 		c.firstT = r.t
 	}
-	n := r.weight()
-	c.count += n
-	v := r.v
-	if !finite(v) {
+	c.count += r.weight()
+	vals := r.values()
+	if len(vals) == 0 {
 		return
 	}
 	if rec != 0 {
 		c.recs = append(c.recs, rec)
 	}
-	c.valueCount += n
-	c.sum += float64(n) * v
-	c.sumAbs += float64(n) * math.Abs(v)
-	if c.buckets == nil {
-		c.buckets = make([]uint64, len(pointBounds)+1)
+	lo, hi := vals[0].v, vals[0].v
+	for _, x := range vals {
+		c.sum += float64(x.n) * x.v
+		c.sumAbs += float64(x.n) * math.Abs(x.v)
+		if c.buckets == nil {
+			c.buckets = make([]uint64, len(pointBounds)+1)
+		}
+		i := 0
+		for i < len(pointBounds) && x.v > pointBounds[i] {
+			i++
+		}
+		c.buckets[i] += x.n
+		lo, hi = min(lo, x.v), max(hi, x.v)
 	}
-	i := 0
-	for i < len(pointBounds) && v > pointBounds[i] {
-		i++
+	if r.noMinMax {
+		lo, hi = math.Inf(-1), math.Inf(1)
 	}
-	c.buckets[i] += n
+	c.addMinMax(lo, hi)
+	c.valueCount += uint64(len(vals))
+	if r.dist == nil {
+		c.valueCount += r.weight() - 1
+	}
+}
+
+// addMinMax takes the least and greatest of values added to the point.
+func (c *pointContent) addMinMax(lo, hi float64) {
+	if c.valueCount == 0 || lo < c.min {
+		c.min = lo
+	}
+	if c.valueCount == 0 || hi > c.max {
+		c.max = hi
+	}
 }
 
 type seriesID struct {
@@ -105,7 +126,7 @@ type seriesID struct {
 type gotPoint struct {
 	end, start        int64
 	count, valueCount uint64
-	sum               float64
+	sum, min, max     float64
 	buckets           []uint64
 	histCount         uint64
 	hasHist           bool
@@ -191,7 +212,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 			return
 		}
 		p := gotPoint{end: r.End, start: r.Point.Start, count: r.Point.Count, valueCount: r.Point.ValueCount,
-			sum: r.Point.Sum, buckets: slices.Clone(r.Point.BucketCounts), late: r.HasWindow && r.late, atFireAll: atFireAll}
+			sum: r.Point.Sum, min: r.Point.Min, max: r.Point.Max, buckets: slices.Clone(r.Point.BucketCounts), late: r.HasWindow && r.late, atFireAll: atFireAll}
 		if r.Point.Hist != nil {
 			p.hasHist, p.histCount = true, r.Point.Hist.Count()
 		}
@@ -239,13 +260,17 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 			vd := mb.addRec(r)
 			recs = append(recs, r)
 			spanned = uint64(len(recs))
-			if spanned%5 == 0 {
-				spanned = 0 // a record without a span: counted, no exemplar
-				if finite(r.v) {
+			if spanned%5 == 0 || r.dist != nil {
+				spanned = 0 // a record without a span (a distribution never has one): counted, no exemplar
+				if len(r.values()) > 0 {
 					unspanned[seriesID{r.agg, r.key}] = append(unspanned[seriesID{r.agg, r.key}], r.t)
 				}
 			}
-			if b.Check(r.t) == OnTime {
+			if r.dist != nil {
+				if b.Check(r.t) == OnTime {
+					b.StageDistribution(&Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Tag: int32(j)}, distOf(&c.aggs[r.agg], &r))
+				}
+			} else if b.Check(r.t) == OnTime {
 				rec := Record{Agg: r.agg, Key: []byte(r.key), Time: r.t, Value: r.v, Tag: int32(j), Weight: r.w}
 				if spanned != 0 {
 					rec.TraceID, rec.SpanID = spanOf(spanned)
@@ -391,6 +416,9 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 				}
 			}
 			if w := want[id][p.end]; w != nil {
+				if w.valueCount > 0 {
+					run.addMinMax(w.min, w.max)
+				}
 				run.count += w.count
 				run.valueCount += w.valueCount
 				run.sum += w.sum
@@ -422,9 +450,9 @@ func checkContent(id seriesID, p gotPoint, w *pointContent, bad func(seriesID, s
 		wb = make([]uint64, len(p.buckets))
 	}
 	if p.count != w.count || p.valueCount != w.valueCount || !within(p.sum, w.sum, 1e-9*w.sumAbs) ||
-		(p.buckets != nil && !slices.Equal(p.buckets, wb)) {
-		bad(id, "point at %s: count %d values %d sum %g buckets %v, want %d %d %g %v",
-			tf.t(p.end), p.count, p.valueCount, p.sum, p.buckets, w.count, w.valueCount, w.sum, wb)
+		(p.buckets != nil && !slices.Equal(p.buckets, wb)) || (w.valueCount > 0 && (p.min != w.min || p.max != w.max)) {
+		bad(id, "point at %s: count %d values %d sum %g min %g max %g buckets %v, want %d %d %g %g %g %v",
+			tf.t(p.end), p.count, p.valueCount, p.sum, p.min, p.max, p.buckets, w.count, w.valueCount, w.sum, w.min, w.max, wb)
 	}
 }
 

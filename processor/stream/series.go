@@ -133,8 +133,7 @@ func (s *series) addToHead(v float64, hasValue bool, n uint64, sh *shard) {
 		return
 	}
 	if n != 1 {
-		p := s.paneAt(s.headStart)
-		s.insertValue(s.headHist, p.counts, s.headStart, v, n, sh)
+		s.insertItem(s.headHist, s.paneAt(s.headStart).counts, s.headStart, &item{v: v, n: n, hasValue: true}, sh)
 		return
 	}
 	s.pending[s.npending&(pendingValues-1)] = v
@@ -174,19 +173,23 @@ func (s *series) insertValues(h *sketch.Histogram, start int64, vs []float64, si
 	}
 }
 
-// insertValue inserts value v of the pane starting at start, counted n times, into h (the pane's
-// sketch, or nil) and into acc if the pane is in acc's range, and counts it in counts (the pane's
-// explicit buckets, or nil).
-func (s *series) insertValue(h *sketch.Histogram, counts []uint64, start int64, v float64, n uint64, sh *shard) {
+// insertItem inserts the values of item it, of the pane starting at start, into h (the pane's sketch,
+// or nil) and into acc if the pane is in acc's range, and counts them in counts (the pane's explicit
+// buckets, or nil).
+func (s *series) insertItem(h *sketch.Histogram, counts []uint64, start int64, it *item, sh *shard) {
 	if h != nil {
-		h.InsertN(v, n)
+		insertItem(h, it)
 		if s.inAcc(start, sh.g.size) {
-			s.acc.InsertN(v, n)
+			insertItem(s.acc, it)
 		}
 	}
-	if counts != nil {
-		counts[bucketOf(sh.aggs[s.agg].Bounds, v)] += n
-	}
+	countItem(counts, sh.aggs[s.agg].Bounds, it)
+}
+
+// addDistToHead adds a distribution to the series' head, its sketch merged at once.
+func (s *series) addDistToHead(d *Distribution, sh *shard) {
+	s.head.addDist(d)
+	s.insertItem(s.headHist, s.paneAt(s.headStart).counts, s.headStart, &item{dist: d}, sh)
 }
 
 // inAcc reports whether a pane starting at p is one whose values acc holds.

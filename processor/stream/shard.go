@@ -61,26 +61,33 @@ func (s *shard) observe(w int64) int64 {
 // (addExemplar): the hot path of an engine without exemplars does nothing more than it did without
 // them.
 func (s *shard) addExisting(w int64, agg int, h uint64, key []byte, p int64, v float64, n uint64) (vd Verdict, se *series, ok bool) {
+	vd, se, ok = s.lookup(w, agg, h, key, p)
+	if se != nil {
+		s.addValue(se, p, v, n, vd)
+	}
+	return vd, se, ok
+}
+
+// lookup judges a record of aggregation agg in pane p against the shard's watermark w, and finds its
+// series key (hash h): nil for an expired record, which no series takes; ok is false when the series
+// does not exist (see addExisting).
+func (s *shard) lookup(w int64, agg int, h uint64, key []byte, p int64) (vd Verdict, se *series, ok bool) {
 	vd = s.g.classify(p, w)
 	if vd == Expired {
 		return vd, nil, true
 	}
 	se = s.table.find(h, agg, key)
-	if se == nil {
-		return vd, nil, false
-	}
-	s.addValue(se, p, v, n, vd)
-	return vd, se, true
+	return vd, se, se != nil
 }
 
-// addOrCreate is addExisting that creates a missing series, with the record's exemplar ex (nil:
-// none). full reports that the aggregation already holds max_series: the record is for the overflow
-// series, and nothing was done.
-func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v float64, n uint64, ex *exemplar.Exemplar) (vd Verdict, full bool) {
-	vd, se, ok := s.addExisting(w, agg, h, key, p, v, n)
+// addOrCreate adds item it as addExisting does, creating a missing series, with the record's
+// exemplar ex (nil: none). full reports that the aggregation already holds max_series: the record is
+// for the overflow series, and nothing was done.
+func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, it *item, ex *exemplar.Exemplar) (vd Verdict, full bool) {
+	vd, se, ok := s.lookup(w, agg, h, key, p)
 	if ok {
-		if se != nil && ex != nil {
-			s.addExemplar(se, p, v, vd, ex)
+		if se != nil {
+			s.addItem(se, p, it, vd, ex)
 		}
 		return vd, false
 	}
@@ -98,16 +105,16 @@ func (s *shard) addOrCreate(w int64, agg int, h uint64, key []byte, p int64, v f
 	se.setKey(key)
 	s.table.insert(se)
 	s.list = append(s.list, se)
-	s.add(se, p, v, n, vd, ex)
+	s.addItem(se, p, it, vd, ex)
 	return vd, false
 }
 
-// addOverflow puts a record of aggregation agg and weight n in pane p into its overflow series (on the
-// engine's overflow shard), judged against w.
-func (s *shard) addOverflow(w int64, agg int, p int64, v float64, n uint64, ex *exemplar.Exemplar) Verdict {
+// addOverflow puts item it of aggregation agg in pane p into its overflow series (on the engine's
+// overflow shard), judged against w.
+func (s *shard) addOverflow(w int64, agg int, p int64, it *item, ex *exemplar.Exemplar) Verdict {
 	vd := s.g.classify(p, w)
 	if vd != Expired {
-		s.add(s.overflowSeries(agg), p, v, n, vd, ex)
+		s.addItem(s.overflowSeries(agg), p, it, vd, ex)
 	}
 	return vd
 }
@@ -143,12 +150,17 @@ func (s *shard) release(se *series) {
 	se.panes, se.acc, se.ac = nil, nil, nil
 }
 
-// add puts a record of pane start and weight n, judged as verdict, with its exemplar ex (nil: none),
-// into series se: the value (addValue), then the exemplar where the value went (addExemplar).
-func (s *shard) add(se *series, start int64, v float64, n uint64, verdict Verdict, ex *exemplar.Exemplar) {
-	s.addValue(se, start, v, n, verdict)
+// addItem puts item it of pane start, judged as verdict, with its exemplar ex (nil: none), into series
+// se: the value (addValue) or the distribution (addDist), then the exemplar where the value went
+// (addExemplar).
+func (s *shard) addItem(se *series, start int64, it *item, verdict Verdict, ex *exemplar.Exemplar) {
+	if it.dist != nil {
+		s.addDist(se, start, it.dist, verdict)
+		return
+	}
+	s.addValue(se, start, it.v, it.n, verdict)
 	if ex != nil {
-		s.addExemplar(se, start, v, verdict, ex)
+		s.addExemplar(se, start, it.v, verdict, ex)
 	}
 }
 
@@ -168,10 +180,33 @@ func (s *shard) addValue(se *series, start int64, v float64, n uint64, verdict V
 		if start+s.g.slide <= s.applied {
 			// On time for a window still to fire, after the point of its own slide: the series'
 			// next point takes it.
-			se.foldLate(v, hasValue, n, start, &s.aggs[se.agg])
+			se.foldLate(&item{v: v, n: n, hasValue: hasValue}, start, &s.aggs[se.agg])
 		}
 		return
 	}
+	s.addLate(se, start, &item{v: v, n: n, hasValue: hasValue})
+}
+
+// addDist puts a distribution record d (a histogram data point; d.Count > 0) of pane start, judged
+// as verdict, into series se, as addValue does a value.
+func (s *shard) addDist(se *series, start int64, d *Distribution, verdict Verdict) {
+	if verdict != LateUpdate {
+		if se.head.count == 0 || se.headStart != start {
+			se.takeHead(start, s)
+		}
+		se.addDistToHead(d, s)
+		if start+s.g.slide <= s.applied {
+			se.foldLate(&item{dist: d}, start, &s.aggs[se.agg])
+		}
+		return
+	}
+	s.addLate(se, start, &item{dist: d})
+}
+
+// addLate puts a record of pane start that is late for a fired window of it (LateUpdate) into its
+// pane at once, for the windows that have not fired yet, and either into what the series' next point
+// folds in or into the delta that its late firing reports.
+func (s *shard) addLate(se *series, start int64, it *item) {
 	// The head is not on this pane: a record is late for a pane once a window holding it has fired,
 	// which happens at a flush point, which puts every head back; only an on-time record takes one.
 	// Were it on it, putting it back after this record would overwrite the record in the totals: put
@@ -181,24 +216,22 @@ func (s *shard) addValue(se *series, start int64, v float64, n uint64, verdict V
 	}
 	a := &s.aggs[se.agg]
 	p := se.pane(start, s)
-	if hasValue {
-		se.insertValue(p.hist, p.counts, start, v, n, s)
-	}
+	se.insertItem(p.hist, p.counts, start, it, s)
 	if s.g.fold {
-		p.total.add(v, hasValue, n)
-		se.foldLate(v, hasValue, n, start, a)
+		p.total.addItem(it)
+		se.foldLate(it, start, a)
 		return
 	}
-	p.addLate(v, hasValue, n)
-	if hasValue && a.Bounds != nil {
+	p.addLate(it)
+	if a.Bounds != nil && (it.hasValue || it.dist != nil && it.dist.Buckets != nil) {
 		if p.deltaCounts == nil {
 			p.deltaCounts = s.pool.getCounts(a.buckets())
 		}
-		p.deltaCounts[bucketOf(a.Bounds, v)] += n
+		countItem(p.deltaCounts, a.Bounds, it)
 	}
 	if s.g.expired(start+s.g.slide, s.applied) {
 		// The window of the record's own slide can no longer fire late: its point is the next one.
-		se.foldLate(v, hasValue, n, start, a)
+		se.foldLate(it, start, a)
 	}
 	s.dirty = true
 }
@@ -366,7 +399,13 @@ func (s *shard) emit(se *series, start, end int64, late, inWindow bool) {
 			h = s.wHist
 		}
 		if s.wTotal.valueCount > 0 {
-			h.SetSummary(s.wTotal.sum, s.wTotal.min, s.wTotal.max)
+			lo, hi := s.wTotal.min, s.wTotal.max
+			if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+				// A distribution without its min and max: the sketch's own bounds, which its
+				// buckets give, keep clamping its quantiles (and a sketch never holds an infinity).
+				lo, hi = h.Min(), h.Max()
+			}
+			h.SetSummary(s.wTotal.sum, lo, hi)
 		}
 	}
 	r := s.pending.next()

@@ -18,7 +18,7 @@ import (
 // would have left one behind).
 const (
 	snapshotMagic   = "WAGS"
-	snapshotVersion = 5
+	snapshotVersion = 6
 )
 
 // errSnapshotMismatch says that a snapshot was taken under another configuration.
@@ -205,6 +205,8 @@ func encodeResult(enc *encoder, r *Result) {
 	enc.uvarint(pt.Count)
 	enc.uvarint(pt.ValueCount)
 	enc.float(pt.Sum)
+	enc.float(pt.Min)
+	enc.float(pt.Max)
 	encodeSketch(enc, pt.Hist)
 	encodeCounts(enc, pt.BucketCounts)
 	enc.b = exemplar.AppendList(enc.b, pt.Exemplars)
@@ -507,6 +509,7 @@ func (e *Engine) decodeResult(d *decoder, r *Result) {
 	pt := &r.Point
 	pt.Start = d.varint()
 	pt.Count, pt.ValueCount, pt.Sum = d.uvarint(), d.uvarint(), d.float()
+	pt.Min, pt.Max = d.float(), d.float()
 	if h := decodeOptionalSketch(d, a.Histogram); h != nil {
 		r.pointSketch().CopyFrom(h)
 		pt.Hist = r.pointStore
