@@ -29,6 +29,12 @@ type aggregation struct {
 	valueExpr  ottlValue
 	// ottlErrorOptions are the attributes its OTTL errors are counted with, by clause
 	ottlErrorOptions [numOTTLClauses][]metric.AddOption
+	// metricNames are where.metric_names, for metrics; pointOptions the attributes its metric_points
+	// are counted with, by outcome, and aggregationOption its name alone
+	metricNames       []string
+	input             *pointInput // for metrics, what it keeps of its input (see metricInputs)
+	pointOptions      [numPointOutcomes][]metric.AddOption
+	aggregationOption []metric.AddOption
 	// stampsInstance: its output resources carry the outputs' service.instance.id (shared.instance;
 	// it does not group by that key)
 	stampsInstance bool
@@ -54,6 +60,7 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 	sg := signalNamed(a.Signal)
 	c := &aggregation{index: index, name: a.Name, signal: sg, histMax: defaultHistogramMaxSize}
 	c.ottlErrorOptions = ottlErrorOptions(a.Name)
+	c.pointOptions, c.aggregationOption = pointOptions(a.Name)
 	var parser ottlParser // made for the first expression
 	parse := func(what string, p func(ottlParser) error) error {
 		if parser == nil {
@@ -71,6 +78,7 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 		c.histMax = h.Exponential.MaxSize
 	}
 	if a.Where != nil {
+		c.metricNames = a.Where.MetricNames
 		for _, k := range a.Where.SpanKind {
 			c.kinds |= 1 << spanKindByConfig[k]
 		}
@@ -184,4 +192,22 @@ func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
 	hist := c.hasOutput(outputHistogram)
 	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: hist && c.bounds == nil, Bounds: c.bounds,
 		Exemplars: c.exemplars}
+}
+
+// outputUnit is the unit of its value outputs: a metrics aggregation's input's, else the configured
+// one.
+func (c *aggregation) outputUnit() string {
+	if c.input != nil {
+		return c.input.outputUnit()
+	}
+	return c.unit
+}
+
+// monotonicSum reports whether its sum output is monotonic: for durations, and for the increases of
+// monotonic sums.
+func (c *aggregation) monotonicSum() bool {
+	if c.input != nil {
+		return c.input.monotonicSum()
+	}
+	return c.duration
 }

@@ -17,16 +17,16 @@ import (
 
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
 // aggregations it was taken with (see fingerprint), the service.instance.id its results carry, the
-// engine snapshot (watermark, open windows, fired results not yet collected), the result batches
-// queued for delivery, and a CRC-32C of all that before it, so that any damage of up to 32 bits in a
-// row, and most other damage, is detected.
+// engine snapshot (watermark, open windows, fired results not yet collected), the metric inputs'
+// streams (see metricInputs.appendTo), the result batches queued for delivery, and a CRC-32C of all
+// that before it, so that any damage of up to 32 bits in a row, and most other damage, is detected.
 //
 // There is one format: a checkpoint of another version is discarded, logged and counted, like a
 // damaged one (no release has been made that would have left one behind).
 const (
 	checkpointKey     = "window_aggregator.state"
 	checkpointMagic   = "WACP"
-	checkpointVersion = 4
+	checkpointVersion = 5
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
@@ -165,18 +165,26 @@ func (c *checkpointer) fingerprint() string {
 func (c *checkpointer) encode() (data []byte, seq uint64) {
 	s := c.s
 	fp := c.fingerprint()
-	// The emitter's lock first: no emission may collect the engine's pending results between the
-	// snapshot (which holds them) and the queue (which would then hold them too).
+	// The metric inputs' gate first: no metrics batch may move a stream's base between its snapshot
+	// and the engine's, which would hold the increase measured from it, or the reverse. Then the
+	// emitter's lock: no emission may collect the engine's pending results between the snapshot (which
+	// holds them) and the queue (which would then hold them too).
+	in := s.inputs
+	in.gate.Lock()
+	in.mu.Lock()
+	inputs := in.appendTo(nil)
+	in.mu.Unlock()
 	em := s.emitter
 	em.mu.Lock()
 	c.snap = s.engine.Snapshot(c.snap[:0])
+	in.gate.Unlock()
 	seq = em.nextSeq
 	type queued struct {
 		input int
 		raw   []byte
 	}
 	batches := make([]queued, 0, len(em.queue))
-	size := len(checkpointMagic) + 1 + 4*binary.MaxVarintLen64 + len(fp) + len(s.instance) + len(c.snap) + crc32.Size
+	size := len(checkpointMagic) + 1 + 5*binary.MaxVarintLen64 + len(fp) + len(s.instance) + len(c.snap) + len(inputs) + crc32.Size
 	var m pmetric.ProtoMarshaler
 	for i := range em.queue {
 		p := &em.queue[i]
@@ -205,6 +213,8 @@ func (c *checkpointer) encode() (data []byte, seq uint64) {
 	b = append(b, s.instance...)
 	b = binary.AppendUvarint(b, uint64(len(c.snap)))
 	b = append(b, c.snap...)
+	b = binary.AppendUvarint(b, uint64(len(inputs)))
+	b = append(b, inputs...)
 	b = binary.AppendUvarint(b, uint64(len(batches)))
 	for _, q := range batches {
 		b = binary.AppendUvarint(b, uint64(q.input))
@@ -259,6 +269,14 @@ func (c *checkpointer) decode(b []byte) error {
 	if !ok {
 		return errCheckpointCorrupt
 	}
+	inputs, ok := next()
+	if !ok {
+		return errCheckpointCorrupt
+	}
+	restoreInputs, err := s.inputs.decode(inputs)
+	if err != nil {
+		return err
+	}
 	nq, w := binary.Uvarint(b)
 	if w <= 0 || nq > uint64(len(b)) {
 		return errCheckpointCorrupt
@@ -292,6 +310,7 @@ func (c *checkpointer) decode(b []byte) error {
 	if err := s.engine.Restore(snap); err != nil {
 		return err
 	}
+	restoreInputs()
 	if id := string(instance); id != "" && id != s.instance {
 		// The restored series go on under the id they were written with: another would make them new
 		// series in the backend, besides the old ones, until those go stale.

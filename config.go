@@ -31,7 +31,14 @@ type Config struct {
 	// SeriesExpiration ends a cumulative series after this much event time without records.
 	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
 	MaxSeries        int           `mapstructure:"max_series"`
-	Storage          *component.ID `mapstructure:"storage"`
+	// MaxInputStreams bounds, per metrics aggregation, the input streams whose last point it keeps
+	// (for the increases of cumulative inputs); past it a new stream's points are counted and left
+	// out.
+	MaxInputStreams int `mapstructure:"max_input_streams"`
+	// DropAggregatedInput (processor only) removes from the pipeline the metric points that a
+	// metrics aggregation took, instead of passing them on.
+	DropAggregatedInput bool          `mapstructure:"drop_aggregated_input"`
+	Storage             *component.ID `mapstructure:"storage"`
 	// ErrorMode says what an OTTL error on a record does: ignore (the default) and silent take the
 	// condition as false, the key or the value as missing, and count it (ignore also logs it, at a
 	// bounded rate); propagate refuses the batch with the error.
@@ -164,9 +171,11 @@ const (
 type WhereConfig struct {
 	SpanKind   []string       `mapstructure:"span_kind"`
 	Attributes map[string]any `mapstructure:"attributes"`
-	// Conditions are OTTL conditions, with path context names (span., log., resource., scope.): a
-	// record is selected if any of them is true.
+	// Conditions are OTTL conditions, with path context names (span., log., datapoint., metric.,
+	// resource., scope.): a record is selected if any of them is true.
 	Conditions []string `mapstructure:"conditions"`
+	// MetricNames are the metrics whose data points a metrics aggregation takes (required there).
+	MetricNames []string `mapstructure:"metric_names"`
 }
 
 // GroupByKey is one dimension of an aggregation's series: the value of Key on the record (its
@@ -227,7 +236,7 @@ func createDefaultConfig() component.Config {
 		LateData:    LateDataConfig{Action: actionRoute},
 		ErrorMode:   ottl.IgnoreError,
 		Temporality: temporalityCumulative, LateFirings: lateFold, SeriesExpiration: 5 * time.Minute,
-		MaxSeries:  10000,
+		MaxSeries: 10000, MaxInputStreams: 100000,
 		Emit:       EmitConfig{Interval: time.Second, MaxPendingPoints: 100000, MaxPointsPerSend: 2000},
 		Checkpoint: CheckpointConfig{Interval: 30 * time.Second},
 	}
@@ -313,6 +322,9 @@ func (c *Config) Validate() error {
 	if c.MaxSeries <= 0 {
 		bad("max_series", "must be > 0, got %d", c.MaxSeries)
 	}
+	if c.MaxInputStreams <= 0 {
+		bad("max_input_streams", "must be > 0, got %d", c.MaxInputStreams)
+	}
 	if len(c.Aggregations) == 0 {
 		bad("aggregations", "at least one aggregation is required")
 	}
@@ -392,6 +404,22 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 		for i, expr := range a.Where.Conditions {
 			parse(fmt.Sprintf("where.conditions[%d]", i), expr, isCondition)
 		}
+		if len(a.Where.MetricNames) > 0 && !sg.points {
+			bad("where.metric_names", "applies to signal: metrics only")
+		}
+		listed := map[string]bool{}
+		for _, n := range a.Where.MetricNames {
+			switch {
+			case n == "":
+				bad("where.metric_names", "empty metric name")
+			case listed[n]:
+				bad("where.metric_names", "%q listed twice", n)
+			}
+			listed[n] = true
+		}
+	}
+	if sg.points && (a.Where == nil || len(a.Where.MetricNames) == 0) {
+		bad("where.metric_names", "is required for signal: metrics (the metrics whose points it takes)")
 	}
 	seen := map[string]bool{}
 	for i, g := range a.GroupBy {
@@ -414,8 +442,10 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad(sub+".default", "must be a string, number or bool, got %T", g.Default)
 		}
 	}
-	hasValue := sg.duration // spans default to duration
+	hasValue := sg.duration || sg.points // spans default to duration; metric points are values
 	switch v := a.Value.Source; {
+	case sg.points && a.Value != (ValueConfig{}):
+		bad("value", "a metrics aggregation takes the values of its points; value applies to spans and logs")
 	case a.Value.OTTL != "":
 		parse("value", a.Value.OTTL, isValue)
 		hasValue = true
@@ -434,6 +464,8 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 	}
 	switch w := a.Weight; {
 	case w == "" || w == weightNoneName:
+	case sg.points:
+		bad("weight", "applies to spans and logs; a metric point counts as itself (a histogram as its count)")
 	case w == weightAdjustedCountName:
 		if !sg.adjustedCount {
 			bad("weight", "adjusted_count applies to spans only (%s carry no tracestate); use none or attribute:<key>", a.Signal)

@@ -27,12 +27,13 @@ func NewFactory() processor.Factory {
 	)
 }
 
-// NewConnectorFactory returns the connector form's factory: traces->metrics, logs->metrics, and, for
-// late data, traces->traces and logs->logs.
+// NewConnectorFactory returns the connector form's factory: traces->metrics, logs->metrics,
+// metrics->metrics, and, for late data, traces->traces and logs->logs.
 func NewConnectorFactory() connector.Factory {
 	return xconnector.NewFactory(Type, createDefaultConfig,
 		xconnector.WithTracesToMetrics(createTracesToMetrics, stability),
 		xconnector.WithLogsToMetrics(createLogsToMetrics, stability),
+		xconnector.WithMetricsToMetrics(createMetricsToMetrics, stability),
 		xconnector.WithTracesToTraces(createTracesToTraces, stability),
 		xconnector.WithLogsToLogs(createLogsToLogs, stability),
 		xconnector.WithDeprecatedTypeAlias(aliasType),

@@ -20,9 +20,10 @@ var (
 )
 
 // outcome is what became of one record of an ingest call, in one encoding for the engine's verdicts,
-// the counters and the late-routing attribute: unmatched (no aggregation selects it), or one plus
-// the worst verdict of the aggregations that judged it (stream.Verdict is ordered on time, late
-// update, expired, future, invalid).
+// the counters and the late-routing attribute: unmatched (no aggregation selects it), one plus the
+// worst verdict of the aggregations that judged it (stream.Verdict is ordered on time, late update,
+// expired, future, invalid), or, for a metric point that its aggregations took without staging a
+// record (metric_points counts why), refused or heldBack.
 type outcome uint8
 
 const unmatched outcome = 0
@@ -30,10 +31,21 @@ const unmatched outcome = 0
 // numVerdicts sizes the tables indexed by verdict; Invalid is the last.
 const numVerdicts = int(stream.Invalid) + 1
 
+const (
+	// refused: a metric point its aggregations left out (a summary, a point without a recorded
+	// value, a new stream past max_input_streams).
+	refused outcome = outcome(numVerdicts) + 1 + iota
+	// heldBack: a metric point taken into an aggregation's input state that adds nothing to its
+	// windows (a cumulative stream's base, a point out of order, a histogram with no new value).
+	heldBack
+)
+
 func outcomeOf(v stream.Verdict) outcome { return outcome(v) + 1 }
 
-// verdict returns the record's worst verdict; ok is false for an unmatched record.
-func (o outcome) verdict() (v stream.Verdict, ok bool) { return stream.Verdict(o - 1), o != unmatched }
+// verdict returns the record's worst verdict; ok is false for a record that no aggregation judged.
+func (o outcome) verdict() (v stream.Verdict, ok bool) {
+	return stream.Verdict(o - 1), o != unmatched && o < refused
+}
 
 // late reports whether the record is late data: not aggregated, routed or counted by reason.
 func (o outcome) late() bool {
@@ -287,9 +299,10 @@ func (run *ingestRun) apply() {
 		}
 	}
 	for _, st := range state {
-		v, matched := st.verdict()
+		v, judged := st.verdict()
 		switch {
-		case !matched:
+		case st >= refused: // counted in metric_points
+		case !judged:
 			tl.unmatched++
 		case v == stream.OnTime:
 			tl.aggregated++

@@ -1,6 +1,8 @@
 package windowaggregator
 
 import (
+	"math"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -148,8 +150,14 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	for i := range a.outputs {
 		e := &a.outputs[i]
 		if e.def.ofWindowValues {
-			if r.HasWindow && r.WindowValueCount > 0 { // no value in the window: no gauge of its values
-				dp := b.number(ro, i, a, start, end, e.def.value(r, e.q), attrs)
+			// No value in the window: no gauge of its values. Nor without the value: the min or
+			// max of histograms that did not say theirs, the percentiles of histograms whose
+			// buckets no sketch takes.
+			if !r.HasWindow || r.WindowValueCount == 0 {
+				continue
+			}
+			if v := e.def.value(r, e.q); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				dp := b.number(ro, i, a, start, end, v, attrs)
 				if r.HasMaxExemplar && e.def.windowMax {
 					putExemplar(dp.Exemplars().AppendEmpty(), &r.MaxExemplar)
 				}
@@ -184,13 +192,38 @@ func (b *metricsBuilder) explicitHistogram(ro *aggOut, slot int, a *aggregation,
 	dp := b.metric(ro, slot, a).Histogram().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(end)
-	dp.SetCount(p.ValueCount)
-	dp.SetSum(p.Sum)
+	var n uint64
+	for _, c := range p.BucketCounts {
+		n += c
+	}
+	dp.SetCount(n)
+	setSummary(dp, n, p)
 	dp.ExplicitBounds().FromRaw(a.bounds)
 	dp.BucketCounts().FromRaw(p.BucketCounts) // len(bounds)+1 of them, as stream.Point says
 	putExemplars(dp.Exemplars(), p.Exemplars)
 	attrs(dp.Attributes())
 	b.points++
+}
+
+// histogramSummary is what setSummary sets, of either kind of histogram data point.
+type histogramSummary interface {
+	SetSum(float64)
+	SetMin(float64)
+	SetMax(float64)
+}
+
+// setSummary sets the sum, min and max of a histogram data point holding n of point p's values: when
+// it holds them all (a metric input's histogram of other bounds, or of the other kind, adds to the
+// point but to none of its buckets), and for the min and max when they are known (see stream.Point).
+func setSummary(dp histogramSummary, n uint64, p *stream.Point) {
+	if n != p.ValueCount {
+		return
+	}
+	dp.SetSum(p.Sum)
+	if n > 0 && !math.IsInf(p.Min, 0) && !math.IsInf(p.Max, 0) {
+		dp.SetMin(p.Min)
+		dp.SetMax(p.Max)
+	}
 }
 
 // putExemplars appends a point's exemplars.
@@ -220,11 +253,7 @@ func (b *metricsBuilder) histogram(ro *aggOut, slot int, a *aggregation, start, 
 	dp.SetTimestamp(end)
 	h := p.Hist
 	dp.SetCount(h.Count())
-	dp.SetSum(p.Sum)
-	if h.Count() > 0 {
-		dp.SetMin(h.Min())
-		dp.SetMax(h.Max())
-	}
+	setSummary(dp, h.Count(), p)
 	scale := h.ScaleFor(a.histMax)
 	dp.SetScale(scale)
 	dp.SetZeroCount(h.ZeroCount())

@@ -148,7 +148,7 @@ func (e *emitted) describe(m pmetric.Metric, a *aggregation, t pmetric.Aggregati
 		desc = strings.Replace(desc, e.def.name, e.name, 1)
 	}
 	m.SetDescription(desc)
-	m.SetUnit(a.unit)
+	m.SetUnit(a.outputUnit())
 	switch e.def.metric {
 	case shapeCount:
 		m.SetUnit("{" + a.signal.record + "}")
@@ -158,7 +158,7 @@ func (e *emitted) describe(m pmetric.Metric, a *aggregation, t pmetric.Aggregati
 	case shapeSum:
 		s := m.SetEmptySum()
 		s.SetAggregationTemporality(t)
-		s.SetIsMonotonic(a.duration) // a duration is never negative
+		s.SetIsMonotonic(a.monotonicSum()) // a duration, or a counter's increase, is never negative
 	case shapeGauge:
 		m.SetEmptyGauge()
 	case shapeHistogram:

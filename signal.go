@@ -4,7 +4,7 @@ import "go.opentelemetry.io/collector/component"
 
 // A signal is one kind of record the component aggregates. The core (ingest.go) stages, applies and
 // tallies the records of any signal, read through one view (record.go); each signal has a file of its
-// own (spans.go, logs.go) that walks its pdata, fills the view record by record, routes its late
+// own (spans.go, logs.go, metrics.go) that walks its pdata, fills the view record by record, routes its late
 // records, and holds its connector and processor instances. A new signal is a file and an entry of
 // signals.
 type signal struct {
@@ -20,6 +20,9 @@ type signal struct {
 	adjustedCount bool // weight: adjusted_count (records with a tracestate)
 	exemplars     bool // exemplars (records with trace and span ids)
 	kinds         bool // where.span_kind (records with a kind)
+	// points: its records are metric data points (where.metric_names, no value key: see
+	// metrics.go).
+	points bool
 	// ottl returns a parser of the signal's OTTL (its transform context, with path context names).
 	ottl func(set component.TelemetrySettings) (ottlParser, error)
 }
@@ -29,11 +32,12 @@ type signal struct {
 const (
 	inputSpans = iota
 	inputLogs
+	inputMetrics
 	numInputs
 	inputAny = numInputs
 )
 
-var signals = [numInputs]*signal{inputSpans: spanSignal, inputLogs: logSignal}
+var signals = [numInputs]*signal{inputSpans: spanSignal, inputLogs: logSignal, inputMetrics: metricSignal}
 
 // signalNamed returns the signal whose configuration name is name, or nil.
 func signalNamed(name string) *signal {
@@ -88,6 +92,8 @@ type signalAggs struct {
 	weighs, adjusted bool
 	// kinds: some selects records by their kind (where.span_kind)
 	kinds bool
+	// byName: for metrics, the aggregations that take the points of each metric name
+	byName map[string][]*aggregation
 }
 
 func (sa *signalAggs) add(a *aggregation) {
@@ -97,6 +103,12 @@ func (sa *signalAggs) add(a *aggregation) {
 	sa.weighs = sa.weighs || a.weight != weighNone
 	sa.adjusted = sa.adjusted || a.weight == weighAdjustedCount
 	sa.kinds = sa.kinds || a.kinds != 0
+	for _, name := range a.metricNames {
+		if sa.byName == nil {
+			sa.byName = map[string][]*aggregation{}
+		}
+		sa.byName[name] = append(sa.byName[name], a)
+	}
 }
 
 // reads reports whether some aggregation reads special key i.

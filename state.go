@@ -38,6 +38,8 @@ type shared struct {
 	// of the restored checkpoint (see checkpointer.decode); "" for none
 	instance string
 	storage  *checkpointer
+	// inputs is what the metrics aggregations keep of their input streams
+	inputs *metricInputs
 
 	// OTTL errors not yet logged, and when they last were (see reportOTTL)
 	ottlLogMu    sync.Mutex
@@ -142,6 +144,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	if s.tel, err = newTelemetry(set); err != nil {
 		return nil, err
 	}
+	s.inputs = newMetricInputs(s.aggs, cfg.MaxInputStreams)
 	s.emitter = newEmitter(s)
 	v := moduleVersion()
 	t := pmetric.AggregationTemporalityDelta
@@ -250,6 +253,7 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	}
 	s.started = true
 	s.mu.Unlock()
+	s.inputs.since = s.engine.Now() // unless the checkpoint restored says since when
 	s.logMemoryEstimate()
 	if s.storage != nil {
 		if err := s.storage.start(ctx, host); err != nil {

@@ -94,6 +94,16 @@ func ottlErrorOptions(aggregation string) (o [numOTTLClauses][]metric.AddOption)
 	return o
 }
 
+// pointOptions are the attribute sets of an aggregation's metric_points, by outcome, and of its
+// other counters of metric inputs (its name alone).
+func pointOptions(aggregation string) (o [numPointOutcomes][]metric.AddOption, agg []metric.AddOption) {
+	for i, outcome := range pointOutcomeNames {
+		o[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("aggregation", aggregation), attribute.String("outcome", outcome)))}
+	}
+	return o, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", aggregation)))}
+}
+
 func reasonAttr(reason string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
 }
@@ -123,6 +133,9 @@ func (t *telemetry) observe(s *shared) error {
 				ov = 1
 			}
 			o.ObserveInt64(t.WindowAggregatorOverflowSeries, ov, set)
+			if a.signal.points {
+				o.ObserveInt64(t.WindowAggregatorInputStreams, int64(s.inputs.streams(i)), set)
+			}
 		}
 		if st.Watermark != minWatermark {
 			o.ObserveFloat64(t.WindowAggregatorWatermarkLag, float64(s.engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
@@ -132,7 +145,7 @@ func (t *telemetry) observe(s *shared) error {
 		}
 		o.ObserveInt64(t.WindowAggregatorPendingPoints, int64(s.emitter.pendingPoints()))
 		return nil
-	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources)
+	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources, t.WindowAggregatorInputStreams)
 	t.registration = reg
 	return err
 }

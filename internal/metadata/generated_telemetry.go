@@ -25,28 +25,32 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                               metric.Meter
-	mu                                  sync.Mutex
-	registrations                       []metric.Registration
-	WindowAggregatorActiveSeries        metric.Int64ObservableGauge
-	WindowAggregatorCheckpoints         metric.Int64Counter
-	WindowAggregatorClockSkewRecords    metric.Int64Counter
-	WindowAggregatorDroppedPoints       metric.Int64Counter
-	WindowAggregatorEmitFailures        metric.Int64Counter
-	WindowAggregatorInvalidWeights      metric.Int64Counter
-	WindowAggregatorLateFirings         metric.Int64ObservableCounter
-	WindowAggregatorLateRecords         metric.Int64Counter
-	WindowAggregatorOttlErrors          metric.Int64Counter
-	WindowAggregatorOverflowRecords     metric.Int64ObservableCounter
-	WindowAggregatorOverflowSeries      metric.Int64ObservableGauge
-	WindowAggregatorPendingPoints       metric.Int64ObservableGauge
-	WindowAggregatorRecords             metric.Int64Counter
-	WindowAggregatorSharedSourceRecords metric.Int64Counter
-	WindowAggregatorTruncatedKeys       metric.Int64Counter
-	WindowAggregatorValuesMissing       metric.Int64Counter
-	WindowAggregatorWatermarkLag        metric.Float64ObservableGauge
-	WindowAggregatorWatermarkSources    metric.Int64ObservableGauge
-	WindowAggregatorWindowsFired        metric.Int64ObservableCounter
+	meter                                  metric.Meter
+	mu                                     sync.Mutex
+	registrations                          []metric.Registration
+	WindowAggregatorActiveSeries           metric.Int64ObservableGauge
+	WindowAggregatorCheckpoints            metric.Int64Counter
+	WindowAggregatorClockSkewRecords       metric.Int64Counter
+	WindowAggregatorDroppedPoints          metric.Int64Counter
+	WindowAggregatorEmitFailures           metric.Int64Counter
+	WindowAggregatorIncompatibleHistograms metric.Int64Counter
+	WindowAggregatorInputResets            metric.Int64Counter
+	WindowAggregatorInputStreams           metric.Int64ObservableGauge
+	WindowAggregatorInvalidWeights         metric.Int64Counter
+	WindowAggregatorLateFirings            metric.Int64ObservableCounter
+	WindowAggregatorLateRecords            metric.Int64Counter
+	WindowAggregatorMetricPoints           metric.Int64Counter
+	WindowAggregatorOttlErrors             metric.Int64Counter
+	WindowAggregatorOverflowRecords        metric.Int64ObservableCounter
+	WindowAggregatorOverflowSeries         metric.Int64ObservableGauge
+	WindowAggregatorPendingPoints          metric.Int64ObservableGauge
+	WindowAggregatorRecords                metric.Int64Counter
+	WindowAggregatorSharedSourceRecords    metric.Int64Counter
+	WindowAggregatorTruncatedKeys          metric.Int64Counter
+	WindowAggregatorValuesMissing          metric.Int64Counter
+	WindowAggregatorWatermarkLag           metric.Float64ObservableGauge
+	WindowAggregatorWatermarkSources       metric.Int64ObservableGauge
+	WindowAggregatorWindowsFired           metric.Int64ObservableCounter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -66,6 +70,21 @@ func (builder *TelemetryBuilder) RegisterWindowAggregatorActiveSeriesCallback(cb
 		cb(ctx, &observerInt64{inst: builder.WindowAggregatorActiveSeries, obs: o})
 		return nil
 	}, builder.WindowAggregatorActiveSeries)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterWindowAggregatorInputStreamsCallback sets callback for observable WindowAggregatorInputStreams metric.
+func (builder *TelemetryBuilder) RegisterWindowAggregatorInputStreamsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.WindowAggregatorInputStreams, obs: o})
+		return nil
+	}, builder.WindowAggregatorInputStreams)
 	if err != nil {
 		return err
 	}
@@ -248,6 +267,24 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.WindowAggregatorIncompatibleHistograms, err = builder.meter.Int64Counter(
+		"otelcol_window_aggregator_incompatible_histograms",
+		metric.WithDescription("Histogram data points left out of an aggregation's histogram output and percentiles, by aggregation: other bounds than the explicit output's, the other kind of histogram, or bucket counts that do not add up to the point's count. They are still in count and sum. [Alpha]"),
+		metric.WithUnit("{datapoint}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.WindowAggregatorInputResets, err = builder.meter.Int64Counter(
+		"otelcol_window_aggregator_input_resets",
+		metric.WithDescription("Resets of cumulative input streams, by aggregation: a point whose value (a histogram's count or a bucket) is below its stream's previous one, or whose start is later. The point counts whole. [Alpha]"),
+		metric.WithUnit("{reset}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.WindowAggregatorInputStreams, err = builder.meter.Int64ObservableGauge(
+		"otelcol_window_aggregator_input_streams",
+		metric.WithDescription("Input streams whose last point a metrics aggregation keeps (for the increases of cumulative inputs), by aggregation; at most max_input_streams. [Alpha]"),
+		metric.WithUnit("{stream}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.WindowAggregatorInvalidWeights, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_invalid_weights",
 		metric.WithDescription("Records that do not weigh what their aggregation's weight says, by reason (malformed_tracestate, missing, not_numeric, not_finite, not_positive: counted as 1; too_large: counted as 4294967295). [Alpha]"),
@@ -264,6 +301,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_window_aggregator_late_records",
 		metric.WithDescription("Records not aggregated, by reason (expired, future, invalid) and action (routed, dropped, passed). [Alpha]"),
 		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.WindowAggregatorMetricPoints, err = builder.meter.Int64Counter(
+		"otelcol_window_aggregator_metric_points",
+		metric.WithDescription("Metric data points a metrics aggregation took, by aggregation and outcome: aggregated (its value, increase or histogram went to the windows; late_records counts those too late for them), base (the first point of a cumulative stream, which only sets its base), out_of_order (at or before its stream's previous point), empty (a histogram with no new value), stream_limit (a new stream past max_input_streams), summary, no_recorded_value. All but aggregated add nothing. [Alpha]"),
+		metric.WithUnit("{datapoint}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorOttlErrors, err = builder.meter.Int64Counter(
@@ -292,7 +335,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorRecords, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_records",
-		metric.WithDescription("Records seen, by outcome: aggregated (on time), late_updated (added within allowed_lateness), late (expired, future or invalid), unmatched (no aggregation selects them). [Alpha]"),
+		metric.WithDescription("Records seen, by outcome: aggregated (on time), late_updated (added within allowed_lateness), late (expired, future or invalid), unmatched (no aggregation selects them). A metric point that its aggregations took without adding anything is counted in metric_points instead. [Alpha]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

@@ -99,6 +99,52 @@ func AssertEqualWindowAggregatorEmitFailures(t *testing.T, tt *componenttest.Tel
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualWindowAggregatorIncompatibleHistograms(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_window_aggregator_incompatible_histograms",
+		Description: "Histogram data points left out of an aggregation's histogram output and percentiles, by aggregation: other bounds than the explicit output's, the other kind of histogram, or bucket counts that do not add up to the point's count. They are still in count and sum. [Alpha]",
+		Unit:        "{datapoint}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_window_aggregator_incompatible_histograms")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualWindowAggregatorInputResets(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_window_aggregator_input_resets",
+		Description: "Resets of cumulative input streams, by aggregation: a point whose value (a histogram's count or a bucket) is below its stream's previous one, or whose start is later. The point counts whole. [Alpha]",
+		Unit:        "{reset}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_window_aggregator_input_resets")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualWindowAggregatorInputStreams(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_window_aggregator_input_streams",
+		Description: "Input streams whose last point a metrics aggregation keeps (for the increases of cumulative inputs), by aggregation; at most max_input_streams. [Alpha]",
+		Unit:        "{stream}",
+		Data: metricdata.Gauge[int64]{
+			DataPoints: dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_window_aggregator_input_streams")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualWindowAggregatorInvalidWeights(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_invalid_weights",
@@ -143,6 +189,22 @@ func AssertEqualWindowAggregatorLateRecords(t *testing.T, tt *componenttest.Tele
 		},
 	}
 	got, err := tt.GetMetric("otelcol_window_aggregator_late_records")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
+func AssertEqualWindowAggregatorMetricPoints(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_window_aggregator_metric_points",
+		Description: "Metric data points a metrics aggregation took, by aggregation and outcome: aggregated (its value, increase or histogram went to the windows; late_records counts those too late for them), base (the first point of a cumulative stream, which only sets its base), out_of_order (at or before its stream's previous point), empty (a histogram with no new value), stream_limit (a new stream past max_input_streams), summary, no_recorded_value. All but aggregated add nothing. [Alpha]",
+		Unit:        "{datapoint}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_window_aggregator_metric_points")
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
@@ -210,7 +272,7 @@ func AssertEqualWindowAggregatorPendingPoints(t *testing.T, tt *componenttest.Te
 func AssertEqualWindowAggregatorRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_records",
-		Description: "Records seen, by outcome: aggregated (on time), late_updated (added within allowed_lateness), late (expired, future or invalid), unmatched (no aggregation selects them). [Alpha]",
+		Description: "Records seen, by outcome: aggregated (on time), late_updated (added within allowed_lateness), late (expired, future or invalid), unmatched (no aggregation selects them). A metric point that its aggregations took without adding anything is counted in metric_points instead. [Alpha]",
 		Unit:        "{record}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

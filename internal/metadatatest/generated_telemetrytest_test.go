@@ -24,6 +24,10 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
+	require.NoError(t, tb.RegisterWindowAggregatorInputStreamsCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	require.NoError(t, tb.RegisterWindowAggregatorLateFiringsCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
@@ -56,8 +60,11 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.WindowAggregatorClockSkewRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorDroppedPoints.Add(context.Background(), 1)
 	tb.WindowAggregatorEmitFailures.Add(context.Background(), 1)
+	tb.WindowAggregatorIncompatibleHistograms.Add(context.Background(), 1)
+	tb.WindowAggregatorInputResets.Add(context.Background(), 1)
 	tb.WindowAggregatorInvalidWeights.Add(context.Background(), 1)
 	tb.WindowAggregatorLateRecords.Add(context.Background(), 1)
+	tb.WindowAggregatorMetricPoints.Add(context.Background(), 1)
 	tb.WindowAggregatorOttlErrors.Add(context.Background(), 1)
 	tb.WindowAggregatorRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorSharedSourceRecords.Add(context.Background(), 1)
@@ -78,6 +85,15 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualWindowAggregatorEmitFailures(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorIncompatibleHistograms(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorInputResets(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorInputStreams(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorInvalidWeights(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -85,6 +101,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorLateRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorMetricPoints(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorOttlErrors(t, testTel,

@@ -15,8 +15,9 @@ var (
 )
 
 const (
-	TracesToMetricsStability = component.StabilityLevelAlpha
-	LogsToMetricsStability   = component.StabilityLevelAlpha
-	TracesToTracesStability  = component.StabilityLevelAlpha
-	LogsToLogsStability      = component.StabilityLevelAlpha
+	TracesToMetricsStability  = component.StabilityLevelAlpha
+	LogsToMetricsStability    = component.StabilityLevelAlpha
+	MetricsToMetricsStability = component.StabilityLevelAlpha
+	TracesToTracesStability   = component.StabilityLevelAlpha
+	LogsToLogsStability       = component.StabilityLevelAlpha
 )
