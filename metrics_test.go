@@ -578,3 +578,37 @@ func TestRestartWithStorageKeepsTheStreams(t *testing.T) {
 		})
 	}
 }
+
+// An input stream is forgotten once the watermark is series_expiration (30 s) past its last point;
+// a stream seen afterwards counts whole only if it started after every forgotten stream's last point
+// (it cannot be one of them).
+//
+//	p1, start 900:  1001: 10 base, 1005: 14 (+4); forgotten when W passes 1035
+//	p9 drives W:    1002 ... 1100
+//	p1 again 1105: 20, start 900: base (started before the component)
+//	p2, start 1003: first seen at 1104: 5, base (it may be a forgotten one: it started before 1005)
+//	p3, start 1050: first seen at 1106: 7, whole
+func TestForgottenStreamsComeBackAsBases(t *testing.T) {
+	cfg := counterConfig()
+	cfg.SeriesExpiration = 30 * time.Second
+	r := startMetrics(t, "connector", cfg, nil)
+	r.at(1010)
+	r.send(inMetrics(counter("a", "p1", 900, 1001, 10), counter("a", "p1", 900, 1005, 14), counter("b", "p9", 1000, 1002, 1)))
+	if n, _ := gaugeValue(t, r.tel, "otelcol_window_aggregator_input_streams", "aggregation", "reqs"); n != 2 {
+		t.Errorf("input_streams = %v, want 2", n)
+	}
+	for sec := int64(1020); sec <= 1100; sec += 10 {
+		r.at(sec)
+		r.send(inMetrics(counter("b", "p9", 1000, sec, float64(sec-1000))))
+	}
+	if n, _ := gaugeValue(t, r.tel, "otelcol_window_aggregator_input_streams", "aggregation", "reqs"); n != 1 {
+		t.Errorf("input_streams = %v after W passed p1's last point by 30 s, want 1", n)
+	}
+	r.at(1110)
+	r.send(inMetrics(counter("a", "p1", 900, 1105, 20), counter("a", "p2", 1003, 1104, 5), counter("a", "p3", 1050, 1106, 7)))
+	r.stop()
+	wantPoints(t, r.points(), "reqs.sum", svcA, map[int64]float64{1000: 4, 1100: 7})
+	if got := pointsCounter(t, r.tel, "reqs", "base"); got != 3 {
+		t.Errorf("metric_points base = %d, want 3 (p1 twice, p2)", got)
+	}
+}
