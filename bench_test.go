@@ -3,6 +3,7 @@ package windowaggregator
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -305,6 +306,74 @@ func BenchmarkIngestDuringCheckpoints(b *testing.B) {
 			b.ReportMetric(at(0.99), "p99-ns")
 			b.ReportMetric(at(0.999), "p99.9-ns")
 			b.ReportMetric(float64(saves), "checkpoints")
+		})
+	}
+}
+
+// BenchmarkBytesPerInputStream measures what a metrics aggregation keeps per cumulative input stream
+// (the README's memory formula, term I): 20,000 pods' streams of a counter, of an explicit histogram
+// of 10 bounds (the output's), and of an exponential histogram over a factor of 1000 at scale 3 (an
+// output that keeps a sketch), each stream's point taken as its base. Heap after the points, less
+// heap before, per stream; the engine holds one series.
+func BenchmarkBytesPerInputStream(b *testing.B) {
+	const streams = 20_000
+	bounds := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}
+	for _, kind := range []inKind{inCounter, inCumulativeHistogram, inCumulativeExponential} {
+		b.Run(map[inKind]string{inCounter: "counter", inCumulativeHistogram: "explicit", inCumulativeExponential: "exponential"}[kind], func(b *testing.B) {
+			cfg := metricsConfig(AggregationConfig{Name: "m", Signal: "metrics", Where: &WhereConfig{MetricNames: []string{"m"}},
+				Outputs: []string{"count", "sum", "histogram"}})
+			if kind == inCumulativeHistogram {
+				bs := make([]any, len(bounds))
+				for i, v := range bounds {
+					bs[i] = v
+				}
+				cfg.Aggregations[0].Histogram = &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: bs}}
+			}
+			cfg.MaxInputStreams = streams
+			var batches []pmetric.Metrics
+			for lo := 0; lo < streams; lo += 1000 {
+				var pts []inPoint
+				for i := lo; i < lo+1000; i++ {
+					p := inPoint{service: "s", pod: fmt.Sprint("pod-", i), metric: "m", kind: kind, start: 900, t: 1001, v: 5}
+					switch kind {
+					case inCumulativeHistogram:
+						p.hist = &inHist{count: 11, sum: 100, bounds: bounds, buckets: []uint64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}
+					case inCumulativeExponential:
+						counts := make([]uint64, 80) // 10 octaves at scale 3
+						for j := range counts {
+							counts[j] = 1
+						}
+						p.hist = &inHist{count: 80, sum: 1000, scale: 3, offset: 0, buckets: counts}
+					}
+					pts = append(pts, p)
+				}
+				batches = append(batches, inMetrics(pts...))
+			}
+			for range b.N {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				set := connectortest.NewNopSettings(Type)
+				set.TelemetrySettings = componenttest.NewNopTelemetrySettings()
+				c, err := NewConnectorFactory().CreateMetricsToMetrics(context.Background(), set, cfg, consumertest.NewNop())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+					b.Fatal(err)
+				}
+				for _, md := range batches {
+					if err := c.ConsumeMetrics(context.Background(), md); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/streams, "bytes/stream")
+				if err := c.Shutdown(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -4,8 +4,9 @@ import "go.uber.org/zap"
 
 // The memory formula of the README, per aggregation:
 //
-//	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B + X))
+//	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B + X)) + I
 //	P = (size + allowed_lateness + max_out_of_orderness + max_future_skew) / slide + 1
+//	I = max_input_streams × (inputStreamBytes + B' + S') for metrics, else 0
 //
 // with S the sketch of a pane (none without percentiles or an exponential histogram, twice with an
 // exponential histogram whose late firings revise, for its late deltas), B the explicit buckets' counts
@@ -15,7 +16,15 @@ import "go.uber.org/zap"
 // up beyond its panes with cumulative output or folded late records: accrualBytes, a sketch with an
 // exponential histogram, B, and with exemplars reservoirBytes + exemplarBytes × (k - 1). The
 // estimate logged at start takes assumedKeyBytes per group_by key and assumedSketch bytes per sketch;
-// the README says how to read it.
+// the README says how to read it. A metrics aggregation keeps per cumulative input stream its last
+// point (inputStreamBytes), with its explicit buckets' counts when they are the output's (B', 8 bytes
+// a bucket), and its exponential histogram when the aggregation keeps a sketch (S', inputSketchBytes,
+// for an OpenTelemetry SDK's default of at most 160 buckets a sign).
+const (
+	inputStreamBytes = 130
+	inputSketchBytes = 180 + 160
+)
+
 const (
 	seriesBytes     = 550
 	paneBytes       = 160
@@ -96,7 +105,24 @@ func memoryEstimate(cfg *Config, a *aggregation) int64 {
 		}
 	}
 	key := int64(assumedKeyBytes * len(a.groupBy))
-	return int64(cfg.MaxSeries+1) * (seriesBytes + key + accrual + panesPerSeries(cfg)*(paneBytes+sketch+paneCounts+paneExemplars))
+	return int64(cfg.MaxSeries+1)*(seriesBytes+key+accrual+panesPerSeries(cfg)*(paneBytes+sketch+paneCounts+paneExemplars)) +
+		inputStreamsEstimate(cfg, a)
+}
+
+// inputStreamsEstimate is term I: what a metrics aggregation keeps of max_input_streams cumulative
+// input streams.
+func inputStreamsEstimate(cfg *Config, a *aggregation) int64 {
+	if !a.signal.points {
+		return 0
+	}
+	per := int64(inputStreamBytes)
+	if a.bounds != nil {
+		per += 8 * int64(len(a.bounds)+1)
+	}
+	if a.feedsSketch() {
+		per += inputSketchBytes
+	}
+	return int64(cfg.MaxInputStreams) * per
 }
 
 // logMemoryEstimate logs the formula's value for the configuration, so that an operator sees what a

@@ -74,6 +74,32 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	}
 }
 
+// A metrics aggregation adds what it keeps per input stream: max_input_streams × (130, + 8 a count
+// of its explicit buckets, + 340 for an exponential histogram when it keeps a sketch).
+func TestMemoryEstimateCountsInputStreams(t *testing.T) {
+	cfg := baseConfig()
+	cfg.MaxInputStreams = 1000
+	where := &WhereConfig{MetricNames: []string{"m"}}
+	cfg.Aggregations = []AggregationConfig{
+		{Name: "c", Signal: "metrics", Where: where, Outputs: []string{"sum"}},
+		{Name: "h", Signal: "metrics", Where: where, Outputs: []string{"histogram"},
+			Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{1, 2, 3}}}},
+		{Name: "e", Signal: "metrics", Where: where, Outputs: []string{"p99"}},
+	}
+	fields := loggedEstimate(t, cfg)
+	// P = (10 + 0 + 0 + 300) s / 10 s + 1 = 32; delta, revise: no accrual.
+	// c: 10001 × (550 + 32 × 160) + 1000 × 130
+	// h: 10001 × (550 + 32 × (160 + 2 × 32)) + 1000 × (130 + 32)
+	// e: 10001 × (550 + 32 × (160 + 1024)) + 1000 × (130 + 340)
+	want := map[string]int64{"bytes.c": 10001*(550+32*160) + 1000*130, "bytes.h": 10001*(550+32*(160+64)) + 1000*162,
+		"bytes.e": 10001*(550+32*(160+1024)) + 1000*470}
+	for k, v := range want {
+		if fields[k] != v {
+			t.Errorf("%s = %v, want %d", k, fields[k], v)
+		}
+	}
+}
+
 // loggedEstimate starts a connector on cfg and returns the fields of its memory estimate log line.
 func loggedEstimate(t *testing.T, cfg *Config) map[string]any {
 	t.Helper()
