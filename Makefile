@@ -32,6 +32,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzConfig$$' .
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngestTraces$$' .
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngestLogs$$' .
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngestMetrics$$' .
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngest$$' ./processor/stream/
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzUnmarshal$$' ./processor/sketch/
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzDecode$$' ./processor/serieskey/

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	yaml "go.yaml.in/yaml/v3"
 
@@ -19,6 +20,7 @@ func FuzzConfig(f *testing.F) {
 	f.Add("window: {size: 10s}\nallowed_lateness: -1s\naggregations: [{name: a, signal: logs, value: 'attribute:x', outputs: [p999, histogram]}]")
 	f.Add("window: {size: 1h}\nwatermark: {idle_timeout: 1s}\nmax_series: 1\naggregations: [{name: a, signal: spans, where: {span_kind: [server], attributes: {k: 1}}, group_by: [span.kind]}]")
 	f.Add("window: {size: 10s}\naggregations: [{name: a, signal: logs, weight: 'attribute:rate'}, {name: b, signal: spans, weight: none}]")
+	f.Add("window: {size: 10s}\nmax_input_streams: 5\ndrop_aggregated_input: true\naggregations: [{name: a, signal: metrics, where: {metric_names: [m], conditions: ['datapoint.value_double > 1']}, outputs: [sum, histogram], histogram: {explicit: {buckets: [1, 2]}}}]")
 	f.Fuzz(func(t *testing.T, doc string) {
 		var raw map[string]any
 		if yaml.Unmarshal([]byte(doc), &raw) != nil {
@@ -137,4 +139,91 @@ func checkEveryRecordCounted(t *testing.T, h *connectorHarness, want int) {
 	if total != int64(want) {
 		t.Fatalf("records counted %d, want %d", total, want)
 	}
+}
+
+// FuzzIngestMetrics: arbitrary OTLP metric payloads go through the processor, which drops the points
+// it takes, without a panic; every point of a metric the aggregation names is accounted for exactly
+// once (records by outcome, or metric_points for the points taken without a record), and the
+// points removed are exactly those taken.
+func FuzzIngestMetrics(f *testing.F) {
+	var m pmetric.ProtoMarshaler
+	for _, md := range []pmetric.Metrics{
+		inMetrics(inPoint{service: "a", pod: "p", metric: "m", kind: inCounter, start: 1000, t: 1001, v: 3},
+			inPoint{service: "a", pod: "p", metric: "m", kind: inCounter, start: 1000, t: 1002, v: 1},
+			inPoint{service: "b", pod: "p", metric: "n", kind: inGauge, t: 1003, v: 2, attrs: map[string]any{"k": "x"}}),
+		inMetrics(inPoint{service: "a", pod: "p", metric: "m", kind: inCumulativeExponential, start: 900, t: 1001,
+			hist: &inHist{count: 3, sum: 4, scale: 2, offset: -3, buckets: []uint64{1, 0, 2}}},
+			inPoint{service: "a", pod: "p", metric: "n", kind: inHistogram, t: 1002, hist: &inHist{count: 2, sum: 1, bounds: []float64{0}, buckets: []uint64{1, 1}}},
+			inPoint{service: "a", pod: "p", metric: "n", kind: inSummary, t: 1002, v: 1}),
+	} {
+		b, err := m.MarshalMetrics(md)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		var u pmetric.ProtoUnmarshaler
+		md, err := u.UnmarshalMetrics(payload)
+		if err != nil {
+			return
+		}
+		cfg := baseConfig()
+		cfg.AllowedLateness = time.Second
+		cfg.DropAggregatedInput = true
+		cfg.Aggregations = []AggregationConfig{{Name: "a", Signal: "metrics", Where: &WhereConfig{MetricNames: []string{"m", "n"},
+			Conditions: []string{`datapoint.attributes["k"] != "x" or metric.name == "m"`}},
+			GroupBy: keys("service.name", "k"), Outputs: []string{"count", "sum", "p99", "histogram"}}}
+		listed := 0
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			for j := 0; j < md.ResourceMetrics().At(i).ScopeMetrics().Len(); j++ {
+				sm := md.ResourceMetrics().At(i).ScopeMetrics().At(j)
+				for k := 0; k < sm.Metrics().Len(); k++ {
+					if mt := sm.Metrics().At(k); sm.Scope().Name() != scopeName && (mt.Name() == "m" || mt.Name() == "n") {
+						listed += pointCount(mt)
+					}
+				}
+			}
+		}
+		before := md.DataPointCount()
+		r := startMetrics(t, "processor", cfg, nil)
+		r.send(md)
+		removed := before - md.DataPointCount()
+		counted, taken := int64(0), int64(0)
+		for _, outcome := range []string{"aggregated", "late_updated", "late", "unmatched"} {
+			n := counterValue(t, r.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": outcome})
+			counted += n
+			if outcome == "aggregated" || outcome == "late_updated" {
+				taken += n
+			}
+		}
+		for o := pointBase; o < numPointOutcomes; o++ {
+			n := pointsCounter(t, r.tel, "a", pointOutcomeNames[o])
+			counted += n
+			if o.held() {
+				taken += n
+			}
+		}
+		if counted != int64(listed) || taken != int64(removed) {
+			t.Fatalf("%d points listed, %d accounted for; %d removed, %d taken", listed, counted, removed, taken)
+		}
+		r.stop()
+	})
+}
+
+// pointCount is the number of data points of m.
+func pointCount(m pmetric.Metric) int {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints().Len()
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints().Len()
+	case pmetric.MetricTypeHistogram:
+		return m.Histogram().DataPoints().Len()
+	case pmetric.MetricTypeExponentialHistogram:
+		return m.ExponentialHistogram().DataPoints().Len()
+	case pmetric.MetricTypeSummary:
+		return m.Summary().DataPoints().Len()
+	}
+	return 0
 }
