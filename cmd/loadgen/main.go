@@ -1,7 +1,9 @@
-// Command loadgen sends OTLP spans and logs over gRPC to a collector, to demo and load-test the
-// windowaggregator component: it stamps records with event times around "now", with a chosen share
-// of late, too-late, future and timestamp-less records, so that the watermark, the allowed
-// lateness and the late-data pipeline all get exercised.
+// Command loadgen sends OTLP spans, logs and metrics over gRPC to a collector, to demo and load-test
+// the windowaggregator component: it stamps records with event times around "now", with a chosen
+// share of late, too-late, future and timestamp-less records, so that the watermark, the allowed
+// lateness and the late-data pipeline all get exercised; and it simulates pods that export cumulative
+// metrics (a request counter and a duration histogram) every -metric-interval, restarting now and
+// then, for the metrics input.
 //
 // For the first -warm-up (5 s) every record is on time: a freshly started collector has no
 // watermark, so it would take late records in its first batches for on-time ones; the warm-up lets
@@ -35,6 +37,9 @@ type options struct {
 	batch       int     // records per request
 	duration    time.Duration
 	spans, logs bool
+	metrics     bool          // pods' metrics, every metricInterval
+	metricEvery time.Duration // -metric-interval
+	pods        gen.PodsConfig
 	seed        uint64
 	quiet       bool
 	timeout     time.Duration // per request
@@ -56,21 +61,26 @@ func (o options) signalNames() string {
 	if o.logs {
 		s = append(s, "logs")
 	}
+	if o.metrics {
+		s = append(s, "metrics")
+	}
 	return strings.Join(s, ",")
 }
 
-func parseSignals(v string) (spans, logs bool, err error) {
+func parseSignals(v string) (spans, logs, metrics bool, err error) {
 	for _, s := range strings.Split(v, ",") {
 		switch strings.ToLower(strings.TrimSpace(s)) {
 		case "spans", "traces":
 			spans = true
 		case "logs":
 			logs = true
+		case "metrics":
+			metrics = true
 		default:
-			return false, false, fmt.Errorf("-signals: unknown signal %q (want spans, logs or spans,logs)", s)
+			return false, false, false, fmt.Errorf("-signals: unknown signal %q (want spans, logs, metrics, or a list of them)", s)
 		}
 	}
-	return spans, logs, nil
+	return spans, logs, metrics, nil
 }
 
 // parseFlags parses args (without the program name). Usage and errors go to errOut.
@@ -81,7 +91,8 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(errOut, "Usage: loadgen [flags]\n\n"+
 			"Sends OTLP spans and logs over gRPC (insecure) with event times around now, some of them\n"+
-			"late, too late, in the future or without a timestamp (after a -warm-up of on-time records only).\n"+
+			"late, too late, in the future or without a timestamp (after a -warm-up of on-time records only);\n"+
+			"and, with -signals metrics, the metrics of simulated pods (-pods per service).\n"+
 			"Stops on SIGINT/SIGTERM or after -duration.\n\n")
 		fs.PrintDefaults()
 	}
@@ -89,7 +100,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.Float64Var(&o.rate, "rate", 200, "records per second, spans and logs together")
 	fs.IntVar(&o.batch, "batch", 50, "records per request")
 	fs.DurationVar(&o.duration, "duration", 0, "how long to run; 0 runs until SIGINT/SIGTERM")
-	signals := fs.String("signals", "spans,logs", "what to send: spans,logs | spans | logs")
+	signals := fs.String("signals", "spans,logs", "what to send: a list of spans, logs, metrics")
 	fs.IntVar(&o.gen.Services, "services", 3, "distinct service.name values (svc-1 … svc-N)")
 	fs.IntVar(&o.gen.Series, "series", 4, "distinct span names per service")
 	fs.DurationVar(&o.gen.OutOfOrder, "out-of-order", 2*time.Second,
@@ -100,6 +111,10 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		"send only on-time records for this long from the first batch, so that a freshly started\n"+
 			"collector sets its watermark from now before any late, too-late, future or invalid record\n"+
 			"arrives (its first batches are judged against no watermark: all on time); 0 for none")
+	fs.IntVar(&o.pods.PodsPerService, "pods", 2, "metrics: simulated pods per service")
+	fs.IntVar(&o.pods.MaxRequests, "pod-requests", 20, "metrics: requests a pod serves between two exports, at most")
+	fs.Float64Var(&o.pods.Restart, "pod-restart", 0, "metrics: probability (0..1) that a pod restarts before an export")
+	fs.DurationVar(&o.metricEvery, "metric-interval", time.Second, "metrics: how often every pod exports")
 	fs.Float64Var(&o.gen.Late, "late", 0, "share (0..1) of records stamped -late-by in the past, within allowed lateness")
 	fs.DurationVar(&o.gen.LateBy, "late-by", 20*time.Second, "how far in the past -late records are stamped")
 	fs.Float64Var(&o.gen.TooLate, "too-late", 0,
@@ -119,9 +134,10 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	var err error
-	if o.spans, o.logs, err = parseSignals(*signals); err != nil {
+	if o.spans, o.logs, o.metrics, err = parseSignals(*signals); err != nil {
 		return o, err
 	}
+	o.pods.Services = o.gen.Services
 	var errs []error
 	if !(o.rate > 0) {
 		errs = append(errs, fmt.Errorf("-rate must be positive, got %v", o.rate))
@@ -140,6 +156,14 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	}
 	if err := o.gen.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.metrics {
+		if err := o.pods.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if o.metricEvery <= 0 {
+			errs = append(errs, fmt.Errorf("-metric-interval must be positive, got %v", o.metricEvery))
+		}
 	}
 	return o, errors.Join(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
@@ -26,6 +27,7 @@ type sink struct {
 	mu       sync.Mutex
 	spans    int64
 	logs     int64
+	points   int64
 	requests int64
 	kinds    map[string]int64
 	series   map[string]bool
@@ -94,6 +96,20 @@ func (t *traceServer) Export(_ context.Context, req ptraceotlp.ExportRequest) (p
 	return ptraceotlp.NewExportResponse(), nil
 }
 
+type metricServer struct {
+	pmetricotlp.UnimplementedGRPCServer
+	s *sink
+}
+
+func (m *metricServer) Export(_ context.Context, req pmetricotlp.ExportRequest) (pmetricotlp.ExportResponse, error) {
+	m.s.mu.Lock()
+	m.s.requests++
+	m.s.points += int64(req.Metrics().DataPointCount())
+	m.s.mu.Unlock()
+	m.s.once.Do(func() { close(m.s.first) })
+	return pmetricotlp.NewExportResponse(), nil
+}
+
 type logServer struct {
 	plogotlp.UnimplementedGRPCServer
 	s *sink
@@ -115,6 +131,7 @@ func startSink(t *testing.T) (*sink, string) {
 	srv := grpc.NewServer()
 	ptraceotlp.RegisterGRPCServer(srv, &traceServer{s: s})
 	plogotlp.RegisterGRPCServer(srv, &logServer{s: s})
+	pmetricotlp.RegisterGRPCServer(srv, &metricServer{s: s})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -374,9 +391,16 @@ func TestParseFlags(t *testing.T) {
 	if o := mustParse(t, "-signals", "logs, spans"); !o.spans || !o.logs {
 		t.Errorf("-signals logs,spans: %+v", o)
 	}
+	if o := mustParse(t, "-signals", "metrics", "-services", "5", "-pods", "3"); o.spans || o.logs || !o.metrics ||
+		o.pods != (gen.PodsConfig{Services: 5, PodsPerService: 3, MaxRequests: 20}) || o.metricEvery != time.Second {
+		t.Errorf("-signals metrics: %+v", o)
+	}
 	for _, args := range [][]string{
-		{"-signals", "metrics"},
+		{"-signals", "profiles"},
 		{"-signals", ""},
+		{"-signals", "metrics", "-pods", "0"},
+		{"-signals", "metrics", "-pod-restart", "2"},
+		{"-signals", "metrics", "-metric-interval", "0s"},
 		{"-rate", "0"},
 		{"-batch", "0"},
 		{"-duration", "-1s"},
@@ -401,5 +425,25 @@ func TestParseFlags(t *testing.T) {
 	if code := realMain([]string{"-h"}, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "-too-late-by") ||
 		!strings.Contains(errOut.String(), "-warm-up") {
 		t.Errorf("-h exit code %d, usage:\n%s", code, errOut.String())
+	}
+}
+
+// With -signals metrics every pod exports its two points every -metric-interval: what the endpoint
+// got is what the summary says, whole exports of 2 × services × pods points, and the final lines give
+// each service's requests.
+func TestSendsPodMetrics(t *testing.T) {
+	s, addr := startSink(t)
+	o := mustParse(t, "-endpoint", addr, "-signals", "metrics", "-services", "2", "-pods", "3", "-metric-interval", "20ms",
+		"-duration", "300ms", "-pod-restart", "0.1")
+	sum, out, _ := mustRun(t, o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.points == 0 || s.points != sum.Points || s.points%12 != 0 || s.spans+s.logs != 0 {
+		t.Fatalf("sink got %d points (%d spans, %d logs), summary says %d", s.points, s.spans, s.logs, sum.Points)
+	}
+	for _, svc := range []string{"svc-1", "svc-2"} {
+		if !strings.Contains(out, "loadgen metrics: "+svc+" requests=") {
+			t.Errorf("no totals for %s:\n%s", svc, out)
+		}
 	}
 }

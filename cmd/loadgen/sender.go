@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
@@ -28,6 +31,7 @@ var errNothingAccepted = errors.New("the endpoint accepted no request")
 // summary is what has been sent so far.
 type summary struct {
 	Spans, Logs    int64      // records in requests the endpoint accepted
+	Points         int64      // metric data points in requests the endpoint accepted
 	Kinds          gen.Counts // the same records by kind
 	Rejected       int64      // records the endpoint reported as rejected in a partial success
 	Requests       int64      // accepted requests
@@ -40,7 +44,7 @@ type summary struct {
 func (s summary) line() string {
 	var b strings.Builder
 	secs := s.Elapsed.Seconds()
-	fmt.Fprintf(&b, "loadgen %.1fs: sent spans=%d logs=%d (", secs, s.Spans, s.Logs)
+	fmt.Fprintf(&b, "loadgen %.1fs: sent spans=%d logs=%d points=%d (", secs, s.Spans, s.Logs, s.Points)
 	for k := gen.OnTime; k < gen.NumKinds; k++ {
 		if k > 0 {
 			b.WriteByte(' ')
@@ -57,12 +61,22 @@ func (s summary) line() string {
 
 // job is one export request, built by the main loop and sent by a worker.
 type job struct {
-	traces ptrace.Traces // set for spans
-	logs   plog.Logs     // set for logs
-	spans  bool
-	n      int64
-	counts gen.Counts
+	traces  ptrace.Traces   // set for spans
+	logs    plog.Logs       // set for logs
+	metrics pmetric.Metrics // set for metrics
+	kind    jobKind
+	n       int64
+	counts  gen.Counts
 }
+
+// jobKind is what a job sends.
+type jobKind uint8
+
+const (
+	sendSpans jobKind = iota
+	sendLogs
+	sendMetrics
+)
 
 // stats accumulates the outcome of the requests; workers write it, the main loop reads it.
 type stats struct {
@@ -76,9 +90,12 @@ func (s *stats) ok(j job, rejected int64, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sum.Requests++
-	if j.spans {
+	switch j.kind {
+	case sendMetrics:
+		s.sum.Points += j.n
+	case sendSpans:
 		s.sum.Spans += j.n
-	} else {
+	default:
 		s.sum.Logs += j.n
 	}
 	s.sum.Kinds.Add(j.counts)
@@ -131,6 +148,7 @@ func (s *stats) snapshot(elapsed time.Duration) summary {
 type exporter struct {
 	traces  ptraceotlp.GRPCClient
 	logs    plogotlp.GRPCClient
+	metrics pmetricotlp.GRPCClient
 	timeout time.Duration
 }
 
@@ -139,7 +157,17 @@ func (e exporter) send(j job, st *stats) {
 	// sent is what the endpoint accepted.
 	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 	defer cancel()
-	if j.spans {
+	if j.kind == sendMetrics {
+		resp, err := e.metrics.Export(ctx, pmetricotlp.NewExportRequestFromMetrics(j.metrics))
+		if err != nil {
+			st.failed(j, err)
+			return
+		}
+		ps := resp.PartialSuccess()
+		st.ok(j, ps.RejectedDataPoints(), ps.ErrorMessage())
+		return
+	}
+	if j.kind == sendSpans {
 		resp, err := e.traces.Export(ctx, ptraceotlp.NewExportRequestFromTraces(j.traces))
 		if err != nil {
 			st.failed(j, err)
@@ -189,10 +217,23 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 	}
 	defer conn.Close()
 	interval := o.interval()
+	records := o.spans || o.logs
+	var pods *gen.Pods
+	if o.metrics {
+		if pods, err = gen.NewPods(o.pods, time.Now(), rand.New(rand.NewPCG(o.seed, o.seed^0x2545f4914f6cdd1d))); err != nil {
+			return summary{}, err
+		}
+	}
 	if !o.quiet {
-		fmt.Fprintf(out, "loadgen: sending %s to %s: %g records/s in batches of %d (one every %v), "+
-			"%d services × %d series, seed %d\n",
-			o.signalNames(), o.endpoint, o.rate, o.batch, interval, o.gen.Services, o.gen.Series, o.seed)
+		fmt.Fprintf(out, "loadgen: sending %s to %s", o.signalNames(), o.endpoint)
+		if records {
+			fmt.Fprintf(out, ": %g records/s in batches of %d (one every %v), %d services × %d series",
+				o.rate, o.batch, interval, o.gen.Services, o.gen.Series)
+		}
+		if o.metrics {
+			fmt.Fprintf(out, "; metrics of %d services × %d pods every %v", o.pods.Services, o.pods.PodsPerService, o.metricEvery)
+		}
+		fmt.Fprintf(out, ", seed %d\n", o.seed)
 	}
 	// warm is true until the first batch past the warm-up has been built; its end is reported if
 	// there are other records than on-time ones to mix in.
@@ -205,6 +246,7 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 	exp := exporter{
 		traces:  ptraceotlp.NewGRPCClient(conn),
 		logs:    plogotlp.NewGRPCClient(conn),
+		metrics: pmetricotlp.NewGRPCClient(conn),
 		timeout: o.timeout,
 	}
 
@@ -235,16 +277,38 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 		}
 	}
 
+	var metricTicks <-chan time.Time // nil without metrics: never ready
+	if o.metrics {
+		mt := time.NewTicker(o.metricEvery)
+		defer mt.Stop()
+		metricTicks = mt.C
+	}
+	// hand gives job j to a worker; while all of them are busy it waits, still printing the summary
+	// lines. It is false once ctx is done.
+	hand := func(j job) bool {
+		for {
+			select {
+			case jobs <- j:
+				return true
+			case <-report.C:
+				printReport()
+			case <-ctx.Done():
+				return false
+			}
+		}
+	}
 	nextSpans := o.spans // with both signals, batches alternate, spans first
-	// dispatch builds the next batch and hands it to a worker; while all of them are busy it waits,
-	// still printing the summary lines. It is false once ctx is done.
+	// dispatch builds the next batch of records and hands it to a worker.
 	dispatch := func() bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		j := job{spans: nextSpans, n: int64(o.batch)}
+		j := job{kind: sendLogs, n: int64(o.batch)}
+		if nextSpans {
+			j.kind = sendSpans
+		}
 		now := time.Now()
-		if j.spans {
+		if j.kind == sendSpans {
 			j.traces, j.counts = g.Spans(now, o.batch)
 		} else {
 			j.logs, j.counts = g.Logs(now, o.batch)
@@ -259,16 +323,10 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 					now.Sub(start).Seconds())
 			}
 		}
-		for {
-			select {
-			case jobs <- j:
-				return true
-			case <-report.C:
-				printReport()
-			case <-ctx.Done():
-				return false
-			}
-		}
+		return hand(j)
+	}
+	exportPods := func(now time.Time) bool {
+		return ctx.Err() == nil && hand(job{kind: sendMetrics, metrics: pods.Export(now), n: int64(pods.Points())})
 	}
 
 	// Batch i is due at start + i·interval. A tick sends every batch that is due, so that a tick
@@ -278,6 +336,9 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 	var dispatched int64
 	dueBy := func(t time.Time) int64 { return int64(t.Sub(start)/interval) + 1 }
 	catchUp := func(now time.Time) bool {
+		if !records {
+			return ctx.Err() == nil
+		}
 		due := dueBy(now)
 		if behind := due - dispatched - maxBacklog; behind > 0 {
 			st.skipped(behind * int64(o.batch))
@@ -291,12 +352,18 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 		return true
 	}
 
-	for running := catchUp(start); running; {
+	running := catchUp(start)
+	if o.metrics && running {
+		running = exportPods(start)
+	}
+	for running {
 		select {
 		case <-ctx.Done():
 			running = false
 		case now := <-tick.C:
 			running = catchUp(now)
+		case now := <-metricTicks:
+			running = exportPods(now)
 		case <-report.C:
 			printReport()
 		}
@@ -307,7 +374,7 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 	if end := start.Add(o.duration); o.duration > 0 && stop.After(end) {
 		stop = end
 	}
-	if behind := dueBy(stop) - dispatched - 1; behind > 0 {
+	if behind := dueBy(stop) - dispatched - 1; records && behind > 0 {
 		st.skipped(behind * int64(o.batch))
 	}
 	close(jobs)
@@ -316,9 +383,27 @@ func run(ctx context.Context, o options, out, errOut io.Writer) (summary, error)
 	final := st.snapshot(time.Since(start))
 	if !o.quiet {
 		fmt.Fprintln(out, final.line())
+		if pods != nil {
+			printPods(out, pods)
+		}
 	}
 	if final.Requests == 0 {
 		return final, fmt.Errorf("%w at %s (%d failed)", errNothingAccepted, o.endpoint, final.FailedRequests)
 	}
 	return final, nil
+}
+
+// printPods prints, by service, the requests the pods served after their first export (what a
+// collector started before loadgen counts less the first points, which only set bases) and in all.
+func printPods(out io.Writer, pods *gen.Pods) {
+	observed, served := pods.Observed(), pods.Served()
+	services := make([]string, 0, len(served))
+	for svc := range served {
+		services = append(services, svc)
+	}
+	sort.Strings(services)
+	for _, svc := range services {
+		fmt.Fprintf(out, "loadgen metrics: %s requests=%g after each pod's first export (%g in all), duration sum=%g ms (%g)\n",
+			svc, observed[svc].Requests, served[svc].Requests, observed[svc].DurationSum, served[svc].DurationSum)
+	}
 }
