@@ -1,6 +1,6 @@
 // Package e2e tests the built otelcol-windowaggregator distribution as a process: it builds the
 // distribution from the project's builder-config.yaml, starts it on loopback ports with a YAML config,
-// sends spans and logs over OTLP/gRPC, and receives the metrics and the late data through the
+// sends spans, logs and metrics over OTLP/gRPC, and receives the metrics and the late data through the
 // distribution's OTLP exporter into a server inside the test.
 package e2e
 
@@ -212,8 +212,9 @@ func (c *collector) stop(t *testing.T) {
 
 // client sends OTLP over gRPC.
 type client struct {
-	traces ptraceotlp.GRPCClient
-	logs   plogotlp.GRPCClient
+	traces  ptraceotlp.GRPCClient
+	logs    plogotlp.GRPCClient
+	metrics pmetricotlp.GRPCClient
 }
 
 func dial(t *testing.T, addr string) *client {
@@ -223,7 +224,7 @@ func dial(t *testing.T, addr string) *client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &client{traces: ptraceotlp.NewGRPCClient(conn), logs: plogotlp.NewGRPCClient(conn)}
+	return &client{traces: ptraceotlp.NewGRPCClient(conn), logs: plogotlp.NewGRPCClient(conn), metrics: pmetricotlp.NewGRPCClient(conn)}
 }
 
 // eventually polls cond until it holds or 15 s pass.
