@@ -202,12 +202,10 @@ func (rd *metricReader) distribution(h histogramHead, buckets []uint64, sk *sket
 	case h.sumWhy != valueOK:
 		return pointAdd{outcome: pointAggregated, value: math.NaN(), why: h.sumWhy, weight: uint32(min(h.count, maxWeight)), incompatible: incompatible}
 	}
-	d := rd.newDist()
+	d := rd.newDist(len(buckets))
 	d.Count, d.Sum = h.count, h.sum
 	d.Min, d.Max, d.HasMinMax = h.min, h.max, h.hasMinMax
-	if buckets != nil {
-		d.Buckets = append(d.Buckets[:0], buckets...)
-	}
+	copy(d.Buckets, buckets)
 	d.Sketch = sk
 	return pointAdd{outcome: pointAggregated, dist: d, incompatible: incompatible}
 }

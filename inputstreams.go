@@ -58,7 +58,7 @@ const (
 // learn records the unit and kind of a point taken.
 func (p *pointInput) learn(unit string, monotonic bool) {
 	if p.unit.Load() == nil {
-		p.unit.Store(&unit)
+		p.setUnit(unit)
 	}
 	bit := tookOther
 	if monotonic {
@@ -68,6 +68,10 @@ func (p *pointInput) learn(unit string, monotonic bool) {
 		p.kinds.Or(bit)
 	}
 }
+
+// setUnit stores the unit; apart from learn, so that learn's argument is not moved to the heap at
+// every point.
+func (p *pointInput) setUnit(u string) { p.unit.Store(&u) }
 
 // outputUnit returns the unit of the aggregation's value outputs: its input's, "" before any.
 func (p *pointInput) outputUnit() string {
@@ -243,7 +247,8 @@ func hashBounds(bounds pcommon.Float64Slice) uint64 {
 		return 0
 	}
 	var buf [8]byte
-	d := xxhash.New()
+	var d xxhash.Digest
+	d.Reset()
 	for _, b := range bounds.All() {
 		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(b))
 		_, _ = d.Write(buf[:])

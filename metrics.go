@@ -49,15 +49,19 @@ type metricReader struct {
 	tctx    *ottldatapoint.TransformContext
 
 	// The identity of the point's stream, by part, computed when a cumulative stream first asks.
-	hasher                  identityHasher
-	resID, scopeID, nameID  identity
-	resOK, scopeOK, nameOK  bool
-	key                     streamKey
-	keyOK                   bool
-	imported                bool              // cur is the point's sketch (see pointSketch)
-	cur                     *sketch.Histogram // nil: none
-	counts, diff            []uint64          // buffers for bucket counts
-	dists                   []*stream.Distribution
+	hasher                 identityHasher
+	resID, scopeID, nameID identity
+	resOK, scopeOK, nameOK bool
+	key                    streamKey
+	keyOK                  bool
+	imported               bool              // cur is the point's sketch (see pointSketch)
+	cur                    *sketch.Histogram // nil: none
+	counts, diff           []uint64          // buffers for bucket counts
+	// The distributions staged in this call, and their bucket counts: slabs that the reader keeps
+	// (while the pool does), so that a batch of histograms allocates a few slabs, not a
+	// distribution and its counts per point.
+	dists                   [][]stream.Distribution
+	bucketSlab              []uint64
 	sketches                []*sketch.Histogram
 	usedDists, usedSketches int
 	// tally counts what the aggregations made of the call's points, by aggregation index.
@@ -96,9 +100,11 @@ func (rd *metricReader) release() {
 	rd.rm, rd.sm, rd.m = pmetric.ResourceMetrics{}, pmetric.ScopeMetrics{}, pmetric.Metric{}
 	rd.num, rd.hist, rd.exp, rd.summary = pmetric.NumberDataPoint{}, pmetric.HistogramDataPoint{}, pmetric.ExponentialHistogramDataPoint{}, pmetric.SummaryDataPoint{}
 	rd.cur, rd.imported = nil, false
-	for _, d := range rd.dists[:rd.usedDists] {
-		d.Sketch = nil
+	for i := range rd.usedDists {
+		d := &rd.dists[i/distSlab][i%distSlab]
+		d.Sketch, d.Buckets = nil, nil
 	}
+	rd.bucketSlab = rd.bucketSlab[:0]
 	rd.usedDists, rd.usedSketches = 0, 0
 	if len(rd.sketches) > maxPooledSketches {
 		clear(rd.sketches[maxPooledSketches:])
@@ -108,14 +114,29 @@ func (rd *metricReader) release() {
 	metricReaders.Put(rd)
 }
 
-// newDist returns a distribution for a record staged in this call.
-func (rd *metricReader) newDist() *stream.Distribution {
-	if rd.usedDists == len(rd.dists) {
-		rd.dists = append(rd.dists, new(stream.Distribution))
+// distSlab and bucketSlabLen are the sizes of the slabs of distributions and of bucket counts.
+const (
+	distSlab      = 256
+	bucketSlabLen = 4096
+)
+
+// newDist returns a distribution for a record staged in this call, with n bucket counts (nil for
+// none).
+func (rd *metricReader) newDist(n int) *stream.Distribution {
+	if rd.usedDists == len(rd.dists)*distSlab {
+		rd.dists = append(rd.dists, make([]stream.Distribution, distSlab))
 	}
-	d := rd.dists[rd.usedDists]
+	d := &rd.dists[rd.usedDists/distSlab][rd.usedDists%distSlab]
 	rd.usedDists++
-	*d = stream.Distribution{Buckets: d.Buckets[:0]}
+	*d = stream.Distribution{}
+	if n > 0 {
+		if len(rd.bucketSlab)+n > cap(rd.bucketSlab) {
+			// A new slab: the counts already handed out stay in the old one until Apply.
+			rd.bucketSlab = make([]uint64, 0, max(bucketSlabLen, n))
+		}
+		d.Buckets = rd.bucketSlab[len(rd.bucketSlab) : len(rd.bucketSlab)+n]
+		rd.bucketSlab = rd.bucketSlab[:len(rd.bucketSlab)+n]
+	}
 	return d
 }
 
