@@ -241,14 +241,8 @@ func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd 
 	prev := *st
 	reset := !fresh && (h.count < prev.count || bounds != prev.bounds || restarted(&prev, start) ||
 		own && prev.buckets != nil && !covers(rd.counts, prev.buckets))
-	var add pointAdd
-	switch {
-	case fresh && !whole:
-		add = pointAdd{outcome: pointBase}
-	case fresh || reset:
-		add = rd.distribution(h, buckets, nil, incompatible)
-		add.reset = reset
-	default:
+	add, done := rd.wholeOrBase(fresh, whole, reset, h, buckets, nil, incompatible)
+	if !done {
 		var diff []uint64
 		if own && prev.buckets != nil {
 			rd.diff = subtractCounts(rd.diff[:0], rd.counts, prev.buckets)
@@ -262,6 +256,22 @@ func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd 
 		st.buckets = append(prev.buckets[:0], rd.counts...)
 	}
 	return add
+}
+
+// wholeOrBase returns what a cumulative histogram point adds when it is its stream's first point
+// (whole, if the stream began while watched, else a base) or a reset (whole: h, with buckets and
+// sk); done is false for the other points, whose increase the caller works out.
+func (rd *metricReader) wholeOrBase(fresh, whole, reset bool, h histogramHead, buckets []uint64, sk *sketch.Histogram,
+	incompatible bool) (add pointAdd, done bool) {
+	switch {
+	case fresh && !whole:
+		return pointAdd{outcome: pointBase}, true
+	case fresh || reset:
+		add = rd.distribution(h, buckets, sk, incompatible)
+		add.reset = reset
+		return add, true
+	}
+	return pointAdd{}, false
 }
 
 // The scales an OpenTelemetry exponential histogram may have.
@@ -297,14 +307,8 @@ func (rd *metricReader) addExponential(a *aggregation, in *metricInputs) pointAd
 		inc.Downscale(prev.hist.Scale())
 		reset = !inc.Subtract(prev.hist) // a bucket below its last count
 	}
-	var add pointAdd
-	switch {
-	case fresh && !whole:
-		add = pointAdd{outcome: pointBase}
-	case fresh || reset:
-		add = rd.distribution(h, nil, cur, incompatible)
-		add.reset = reset
-	default:
+	add, done := rd.wholeOrBase(fresh, whole, reset, h, nil, cur, incompatible)
+	if !done {
 		add = rd.distribution(h.less(&prev), nil, inc, incompatible || cur != nil && inc == nil)
 	}
 	st.last, st.start, st.count, st.value = t, start, h.count, h.sum

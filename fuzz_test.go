@@ -180,7 +180,7 @@ func FuzzIngestMetrics(f *testing.F) {
 				sm := md.ResourceMetrics().At(i).ScopeMetrics().At(j)
 				for k := 0; k < sm.Metrics().Len(); k++ {
 					if mt := sm.Metrics().At(k); sm.Scope().Name() != scopeName && (mt.Name() == "m" || mt.Name() == "n") {
-						listed += pointCount(mt)
+						listed += dataPointCount(mt)
 					}
 				}
 			}
@@ -209,21 +209,4 @@ func FuzzIngestMetrics(f *testing.F) {
 		}
 		r.stop()
 	})
-}
-
-// pointCount is the number of data points of m.
-func pointCount(m pmetric.Metric) int {
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		return m.Gauge().DataPoints().Len()
-	case pmetric.MetricTypeSum:
-		return m.Sum().DataPoints().Len()
-	case pmetric.MetricTypeHistogram:
-		return m.Histogram().DataPoints().Len()
-	case pmetric.MetricTypeExponentialHistogram:
-		return m.ExponentialHistogram().DataPoints().Len()
-	case pmetric.MetricTypeSummary:
-		return m.Summary().DataPoints().Len()
-	}
-	return 0
 }

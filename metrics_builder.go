@@ -215,7 +215,9 @@ type histogramSummary interface {
 // setSummary sets the sum, min and max of a histogram data point holding n of point p's values: when
 // it holds them all (a metric input's histogram of other bounds, or of the other kind, adds to the
 // point but to none of its buckets), and for the min and max when they are known (see stream.Point).
-func setSummary(dp histogramSummary, n uint64, p *stream.Point) {
+//
+// Generic rather than taking the interface: a data point, a value, would be boxed at every call.
+func setSummary[D histogramSummary](dp D, n uint64, p *stream.Point) {
 	if n != p.ValueCount {
 		return
 	}

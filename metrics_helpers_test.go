@@ -133,6 +133,32 @@ func (p inPoint) fill(dp pointCommon) {
 	_ = dp.Attributes().FromRaw(p.attrs)
 }
 
+// histogramFields is what the histogram points of both kinds have that fillHistogram sets.
+type histogramFields interface {
+	pointCommon
+	SetFlags(pmetric.DataPointFlags)
+	SetCount(uint64)
+	SetSum(float64)
+	SetMin(float64)
+	SetMax(float64)
+}
+
+// fillHistogram sets what a histogram point of either kind has: times, attributes, flags, count,
+// sum, min and max.
+func (p inPoint) fillHistogram(dp histogramFields, flags pmetric.DataPointFlags) {
+	p.fill(dp)
+	dp.SetFlags(flags)
+	h := p.hist
+	dp.SetCount(h.count)
+	if !h.noSum {
+		dp.SetSum(h.sum)
+	}
+	if h.hasMinMax {
+		dp.SetMin(h.min)
+		dp.SetMax(h.max)
+	}
+}
+
 func (p inPoint) appendTo(m pmetric.Metric) {
 	flags := pmetric.DefaultDataPointFlags.WithNoRecordedValue(p.noValue)
 	switch m.Type() {
@@ -152,32 +178,13 @@ func (p inPoint) appendTo(m pmetric.Metric) {
 		}
 	case pmetric.MetricTypeHistogram:
 		dp := m.Histogram().DataPoints().AppendEmpty()
-		p.fill(dp)
-		dp.SetFlags(flags)
-		h := p.hist
-		dp.SetCount(h.count)
-		if !h.noSum {
-			dp.SetSum(h.sum)
-		}
-		if h.hasMinMax {
-			dp.SetMin(h.min)
-			dp.SetMax(h.max)
-		}
-		dp.ExplicitBounds().FromRaw(h.bounds)
-		dp.BucketCounts().FromRaw(h.buckets)
+		p.fillHistogram(dp, flags)
+		dp.ExplicitBounds().FromRaw(p.hist.bounds)
+		dp.BucketCounts().FromRaw(p.hist.buckets)
 	case pmetric.MetricTypeExponentialHistogram:
 		dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
-		p.fill(dp)
-		dp.SetFlags(flags)
+		p.fillHistogram(dp, flags)
 		h := p.hist
-		dp.SetCount(h.count)
-		if !h.noSum {
-			dp.SetSum(h.sum)
-		}
-		if h.hasMinMax {
-			dp.SetMin(h.min)
-			dp.SetMax(h.max)
-		}
 		dp.SetScale(h.scale)
 		dp.SetZeroCount(h.zero)
 		dp.Positive().SetOffset(h.offset)
