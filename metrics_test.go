@@ -612,3 +612,35 @@ func TestForgottenStreamsComeBackAsBases(t *testing.T) {
 		t.Errorf("metric_points base = %d, want 3 (p1 twice, p2)", got)
 	}
 }
+
+// where.attributes and OTTL on metric points: the datapoint context, and metric.name as a key.
+//
+//	a/p1 1001 GET 500: 3   selected
+//	a/p1 1002 POST 500: 4  not: method
+//	a/p1 1003 GET 200: 5   not: the condition
+//	b/p2 1004 GET 503: 6   selected
+func TestMetricPointsSelectedByAttributesAndOTTL(t *testing.T) {
+	for _, form := range forms {
+		t.Run(form, func(t *testing.T) {
+			cfg := metricsConfig(AggregationConfig{Name: "errs", Signal: "metrics",
+				Where: &WhereConfig{MetricNames: []string{"http.requests"}, Attributes: map[string]any{"method": "GET"},
+					Conditions: []string{`datapoint.attributes["code"] >= 500`}},
+				GroupBy: []GroupByKey{{Key: "metric.name"}, {Key: "svc", OTTL: `resource.attributes["service.name"]`}}, Outputs: []string{"count", "sum"}})
+			r := startMetrics(t, form, cfg, nil)
+			r.at(1010)
+			pt := func(svc, pod string, ts int64, method string, code int, v float64) inPoint {
+				return inPoint{service: svc, pod: pod, metric: "http.requests", kind: inDeltaSum, t: ts, v: v,
+					attrs: map[string]any{"method": method, "code": code}}
+			}
+			r.send(inMetrics(pt("a", "p1", 1001, "GET", 500, 3), pt("a", "p1", 1002, "POST", 500, 4), pt("a", "p1", 1003, "GET", 200, 5),
+				pt("b", "p2", 1004, "GET", 503, 6)))
+			r.stop()
+			ps := r.points()
+			for svc, v := range map[string]float64{"a": 3, "b": 6} {
+				attrs := "metric.name=http.requests(Str),svc=" + svc + "(Str)"
+				wantPoints(t, ps, "errs.sum", attrs, map[int64]float64{1000: v})
+				wantPoints(t, ps, "errs.count", attrs, map[int64]float64{1000: 1})
+			}
+		})
+	}
+}
