@@ -221,7 +221,7 @@ func (a *aggregation) feedsSketch() bool {
 func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd {
 	dp := rd.hist
 	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
-	rd.counts = appendCounts(rd.counts[:0], dp.BucketCounts())
+	rd.readCounts()
 	// own: its buckets are the aggregation's explicit buckets, and add up to its count
 	own := a.bounds != nil && sameBounds(dp.ExplicitBounds(), a.bounds) && addsUp(rd.counts, h.count)
 	incompatible := !own && a.feedsHistogram() || len(a.quantiles) > 0
@@ -237,7 +237,7 @@ func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd 
 	if stop != pointAggregated {
 		return pointAdd{outcome: stop}
 	}
-	bounds := hashBounds(dp.ExplicitBounds())
+	bounds := rd.boundsHash()
 	prev := *st
 	reset := !fresh && (h.count < prev.count || bounds != prev.bounds || restarted(&prev, start) ||
 		own && prev.buckets != nil && !covers(rd.counts, prev.buckets))
@@ -272,6 +272,23 @@ func (rd *metricReader) wholeOrBase(fresh, whole, reset bool, h histogramHead, b
 		return add, true
 	}
 	return pointAdd{}, false
+}
+
+// readCounts reads the explicit histogram point's bucket counts into rd.counts, once a point (the
+// aggregations that take it share them; none changes them).
+func (rd *metricReader) readCounts() {
+	if !rd.countsRead {
+		rd.counts = appendCounts(rd.counts[:0], rd.hist.BucketCounts())
+		rd.countsRead = true
+	}
+}
+
+// boundsHash returns the hash of the explicit histogram point's bounds, computed once a point.
+func (rd *metricReader) boundsHash() uint64 {
+	if !rd.boundsHashed {
+		rd.bounds, rd.boundsHashed = hashBounds(rd.hist.ExplicitBounds()), true
+	}
+	return rd.bounds
 }
 
 // The scales an OpenTelemetry exponential histogram may have.

@@ -379,6 +379,19 @@ func wantCounter(t *testing.T, tel *componenttest.Telemetry, name string, attrs 
 
 func counterValue(t *testing.T, tel *componenttest.Telemetry, name string, attrs map[string]string) int64 {
 	t.Helper()
+	return counterSum(t, tel, name, attrs, true)
+}
+
+// counterIncluding sums the data points of an int64 counter whose attributes include attrs.
+func counterIncluding(t *testing.T, tel *componenttest.Telemetry, name string, attrs map[string]string) int64 {
+	t.Helper()
+	return counterSum(t, tel, name, attrs, false)
+}
+
+// counterSum sums the data points of an int64 counter with attrs among their attributes, and with
+// exact, no others.
+func counterSum(t *testing.T, tel *componenttest.Telemetry, name string, attrs map[string]string, exact bool) int64 {
+	t.Helper()
 	m, err := tel.GetMetric(name)
 	if err != nil {
 		return 0
@@ -389,7 +402,7 @@ func counterValue(t *testing.T, tel *componenttest.Telemetry, name string, attrs
 	}
 	var total int64
 	for _, dp := range sum.DataPoints {
-		match := dp.Attributes.Len() == len(attrs)
+		match := !exact || dp.Attributes.Len() == len(attrs)
 		for k, v := range attrs {
 			if got, ok := dp.Attributes.Value(attribute.Key(k)); !ok || got.AsString() != v {
 				match = false

@@ -54,9 +54,13 @@ type metricReader struct {
 	resOK, scopeOK, nameOK bool
 	key                    streamKey
 	keyOK                  bool
-	imported               bool              // cur is the point's sketch (see pointSketch)
-	cur                    *sketch.Histogram // nil: none
-	counts, diff           []uint64          // buffers for bucket counts
+	imported               bool // cur is the point's sketch (see pointSketch)
+	// countsRead: counts holds an explicit point's bucket counts; boundsHashed: bounds is the hash
+	// of its bounds (see readCounts, boundsHash)
+	countsRead, boundsHashed bool
+	bounds                   uint64
+	cur                      *sketch.Histogram // nil: none
+	counts, diff             []uint64          // buffers for bucket counts
 	// The distributions staged in this call, and their bucket counts: slabs that the reader keeps
 	// (while the pool does), so that a batch of histograms allocates a few slabs, not a
 	// distribution and its counts per point.
@@ -176,6 +180,7 @@ func (rd *metricReader) point(attrs pcommon.Map, t uint64, noValue bool) int64 {
 	}
 	rd.next(attrs)
 	rd.keyOK, rd.imported, rd.cur = false, false, nil
+	rd.countsRead, rd.boundsHashed = false, false
 	rd.refusal = pointAggregated
 	switch {
 	case rd.kind == pointSummary:
@@ -288,8 +293,8 @@ func walkTaken(md pmetric.Metrics, sa *signalAggs, resource func(pmetric.Resourc
 		sms := rm.ScopeMetrics()
 		for j := 0; j < sms.Len(); j++ {
 			sm := sms.At(j)
-			if sm.Scope().Name() == scopeName {
-				continue // window results are never input
+			if !isInput(sm) {
+				continue
 			}
 			scope(sm)
 			ms := sm.Metrics()
@@ -301,6 +306,10 @@ func walkTaken(md pmetric.Metrics, sa *signalAggs, resource func(pmetric.Resourc
 		}
 	}
 }
+
+// isInput reports whether the metrics of sm may be input: not window results (of this component or
+// another window_aggregator), whatever their names.
+func isInput(sm pmetric.ScopeMetrics) bool { return sm.Scope().Name() != scopeName }
 
 // stagePoints stages each point of the view's metric for aggregations aggs.
 func (rd *metricReader) stagePoints(run *ingestRun, aggs []*aggregation, in *metricInputs) {
@@ -432,7 +441,7 @@ func removeTaken(md pmetric.Metrics, sa *signalAggs, state []outcome) {
 	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool {
 		removedScope := false
 		rm.ScopeMetrics().RemoveIf(func(sm pmetric.ScopeMetrics) bool {
-			if sm.Scope().Name() == scopeName {
+			if !isInput(sm) {
 				return false
 			}
 			removedMetric := false

@@ -21,8 +21,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor/processortest"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
 )
@@ -198,32 +196,6 @@ func (h *mcHarness) results(prefix string) []point {
 		}
 	}
 	return out
-}
-
-// mcCounter sums the points of a self-telemetry counter whose attributes include attrs.
-func mcCounter(t *testing.T, tel *componenttest.Telemetry, name string, attrs map[string]string) int64 {
-	t.Helper()
-	m, err := tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	if !ok {
-		t.Fatalf("%s is a %T, want an int64 sum", name, m.Data)
-	}
-	var total int64
-	for _, dp := range sum.DataPoints {
-		match := true
-		for k, v := range attrs {
-			if got, ok := dp.Attributes.Value(attribute.Key(k)); !ok || got.AsString() != v {
-				match = false
-			}
-		}
-		if match {
-			total += dp.Value
-		}
-	}
-	return total
 }
 
 func mcConfig(aggs ...AggregationConfig) *Config {
@@ -503,7 +475,7 @@ func TestMetricsContractHistograms(t *testing.T) {
 		t.Errorf("%d histogram points, want 3", seen)
 	}
 	// "is counted": the docs name the counter incompatible_histograms.
-	if got := mcCounter(t, h.tel, "otelcol_window_aggregator_incompatible_histograms", nil); got != 1 {
+	if got := counterIncluding(t, h.tel, "otelcol_window_aggregator_incompatible_histograms", nil); got != 1 {
 		t.Errorf("incompatible_histograms = %d, want 1", got)
 	}
 }
@@ -525,11 +497,11 @@ func TestMetricsContractSummaryAndNoRecordedValue(t *testing.T) {
 	wantSeries(t, ps, "q.max", mcSvcA, "1000-1010:4")
 	// Counted: the docs name metric_points{outcome=summary|no_recorded_value}.
 	for _, outcome := range []string{"summary", "no_recorded_value"} {
-		if got := mcCounter(t, h.tel, "otelcol_window_aggregator_metric_points", map[string]string{"outcome": outcome}); got != 1 {
+		if got := counterIncluding(t, h.tel, "otelcol_window_aggregator_metric_points", map[string]string{"outcome": outcome}); got != 1 {
 			t.Errorf("metric_points{outcome=%s} = %d, want 1", outcome, got)
 		}
 	}
-	if got := mcCounter(t, h.tel, "otelcol_window_aggregator_late_records", nil); got != 0 {
+	if got := counterIncluding(t, h.tel, "otelcol_window_aggregator_late_records", nil); got != 0 {
 		t.Errorf("late_records = %d, want 0", got)
 	}
 }
@@ -592,11 +564,11 @@ func TestMetricsContractLateThroughConnector(t *testing.T) {
 		}
 	}
 	// 3 points counted in late_records (1003 expired, 0 invalid, 1400 future).
-	if got := mcCounter(t, h.tel, "otelcol_window_aggregator_late_records", nil); got != 3 {
+	if got := counterIncluding(t, h.tel, "otelcol_window_aggregator_late_records", nil); got != 3 {
 		t.Errorf("late_records = %d, want 3", got)
 	}
 	for _, reason := range []string{"expired", "invalid", "future"} { // the README's reasons
-		if got := mcCounter(t, h.tel, "otelcol_window_aggregator_late_records", map[string]string{"reason": reason, "action": "dropped"}); got != 1 {
+		if got := counterIncluding(t, h.tel, "otelcol_window_aggregator_late_records", map[string]string{"reason": reason, "action": "dropped"}); got != 1 {
 			t.Errorf("late_records{reason=%s,action=dropped} = %d, want 1", reason, got)
 		}
 	}

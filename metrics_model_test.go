@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
@@ -469,7 +468,7 @@ func TestMetricPointsMatchReferenceModel(t *testing.T) {
 			}
 			var all []pmetric.Metrics
 			var runs []*metricsRun
-			r := startMetrics(t, form, cfg, hostOrNil(host))
+			r := startMetrics(t, form, cfg, host)
 			runs = append(runs, r)
 			for i, b := range m.batches {
 				if restart && i == len(m.batches)/2 {
@@ -538,13 +537,6 @@ func TestMetricPointsMatchReferenceModel(t *testing.T) {
 			}
 		})
 	}
-}
-
-func hostOrNil(h hostWith) component.Host {
-	if h == nil {
-		return nil
-	}
-	return h
 }
 
 func parseCellKey(k string, agg, series *string, window *int64) {

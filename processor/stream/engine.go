@@ -300,22 +300,21 @@ func (b *Batch) StageChecked(r *Record) {
 	}
 }
 
-// StageDistribution queues record r, whose value is the distribution d rather than r.Value (r.Weight
-// and r's span ids are not read: a distribution gives no exemplar), as StageChecked does a value
-// record. The caller keeps d unchanged until Apply.
+// StageDistribution queues record r, whose value is the distribution d rather than r.Value (r.Value,
+// r.Weight and r's span ids are not read: a distribution gives no exemplar), as StageChecked does a
+// value record. The caller keeps d unchanged until Apply.
 func (b *Batch) StageDistribution(r *Record, d *Distribution) {
-	b.staged = append(b.staged, staged{
-		hash: b.e.hash(r.Agg, r.Key), t: r.Time, p: b.paneStart(r.Time),
-		keyOff: uint32(len(b.keys)), keyLen: uint32(len(r.Key)), agg: uint16(r.Agg), src: b.src, tag: r.Tag,
-	})
-	b.keys = append(b.keys, r.Key...)
-	if b.e.exemplars {
-		b.exemplars = append(b.exemplars, exemplar.Exemplar{})
+	b.StageChecked(&Record{Agg: r.Agg, Key: r.Key, Time: r.Time, Tag: r.Tag}) // weight 1, no exemplar
+	b.dists = setLast(b.dists, len(b.staged), nil, d)
+}
+
+// setLast returns side array s (of the staged records, up to the last it has an entry for) with
+// entry v for the record staged last, the nth, and fill for those staged since its last entry.
+func setLast[T any](s []T, n int, fill, v T) []T {
+	for len(s) < n-1 {
+		s = append(s, fill)
 	}
-	for len(b.dists) < len(b.staged)-1 {
-		b.dists = append(b.dists, nil)
-	}
-	b.dists = append(b.dists, d)
+	return append(s, v)
 }
 
 // distAt returns staged record i's distribution, or nil for a value record.
@@ -328,12 +327,7 @@ func (b *Batch) distAt(i int32) *Distribution {
 
 // stageWeight records weight w of the record staged last, and weight 1 for the records staged since
 // the last one it recorded.
-func (b *Batch) stageWeight(w uint32) {
-	for len(b.weights) < len(b.staged)-1 {
-		b.weights = append(b.weights, 1)
-	}
-	b.weights = append(b.weights, w)
-}
+func (b *Batch) stageWeight(w uint32) { b.weights = setLast(b.weights, len(b.staged), 1, w) }
 
 // itemAt returns what staged record i adds: its value at its weight, or its distribution.
 func (b *Batch) itemAt(i int32) item {
