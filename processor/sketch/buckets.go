@@ -1,6 +1,9 @@
 package sketch
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // minSlots is the size of the first bucket window allocated for a sign.
 const minSlots = 16
@@ -80,14 +83,26 @@ func (b *buckets) set(s int, c uint64) {
 }
 
 // tryAdd adds c to slot s unless the sum would overflow the counter width.
-// At width 8 it always succeeds (wrapping like uint64).
+// At width 8 it always succeeds, saturating at 2^64-1 (see AddCounts).
 func (b *buckets) tryAdd(s int, c uint64) bool {
 	old := b.get(s)
 	if c > maxCount[b.wlog]-old {
-		return false
+		if b.wlog < 3 {
+			return false
+		}
+		c = maxCount[3] - old
 	}
 	b.set(s, old+c)
 	return true
+}
+
+// AddCounts returns a+b, or 2^64-1 where that would wrap: a count that does not fit stays at the
+// greatest one instead of going back to a small number. Counts that reach it come only from inputs
+// that say so (a histogram point's own counts), never from counting records one by one. Branchless:
+// it sits on the paths that add up bucket counts.
+func AddCounts(a, b uint64) uint64 {
+	s, carry := bits.Add64(a, b, 0)
+	return s | -carry
 }
 
 // add adds c to slot s, widening the counters as needed.
@@ -250,7 +265,7 @@ func (b *buckets) downscale(k uint) {
 		}
 		b.set(s, 0)
 		ns := i>>k - newLo
-		b.set(ns, b.get(ns)+c)
+		b.set(ns, AddCounts(b.get(ns), c))
 	}
 	b.lo = int32(newLo)
 }
@@ -375,7 +390,7 @@ func (b *buckets) addRunFast(s int, src []uint64) int {
 		dst := d[s<<3 : (s+len(src))<<3]
 		for i, c := range src {
 			p := dst[i<<3:]
-			binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)+c)
+			binary.LittleEndian.PutUint64(p, AddCounts(binary.LittleEndian.Uint64(p), c))
 		}
 	}
 	return len(src)

@@ -156,11 +156,7 @@ func (d *decoder) side(what string, scale int32, maxBuckets int) side {
 			d.fail("counts not trimmed")
 			return side{}
 		}
-		if sd.total+c < sd.total {
-			d.fail("total count overflows")
-			return side{}
-		}
-		sd.total += c
+		sd.total = AddCounts(sd.total, c)
 		peak = max(peak, c)
 	}
 	sd.end = d.off
@@ -216,8 +212,7 @@ func (h *Histogram) UnmarshalBinary(b []byte) (int, error) {
 	if d.err != nil {
 		return 0, d.err
 	}
-	total := zero + pos.total
-	if total < zero || total+neg.total < total || total+neg.total != count {
+	if AddCounts(AddCounts(zero, pos.total), neg.total) != count { // saturated alike (see AddCounts)
 		return 0, fmt.Errorf("%w: bucket counts do not add up to count %d", errCorrupt, count)
 	}
 

@@ -61,7 +61,7 @@ func appendCountsAt(dst []uint64, b *buckets, k int32) (int32, []uint64) {
 	}
 	for s := f; s <= l; s++ {
 		if c := b.get(s); c != 0 {
-			out[(lo+s)>>k-first] += c
+			out[(lo+s)>>k-first] = AddCounts(out[(lo+s)>>k-first], c)
 		}
 	}
 	return int32(first), dst

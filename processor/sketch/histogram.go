@@ -110,7 +110,9 @@ func (h *Histogram) Insert(v float64) bool {
 	if bits&expMask == expMask {
 		return false
 	}
-	h.count++
+	if h.count++; h.count == 0 {
+		h.count-- // saturated (see AddCounts)
+	}
 	h.sum += v
 	if v < h.min {
 		h.min = v
@@ -120,7 +122,7 @@ func (h *Histogram) Insert(v float64) bool {
 	}
 	a := bits &^ signMask
 	if a == 0 {
-		h.zeroCount++
+		h.zeroCount = AddCounts(h.zeroCount, 1)
 		return true
 	}
 	var idx int
@@ -157,7 +159,7 @@ func (h *Histogram) Insert(v float64) bool {
 			}
 		default:
 			p := d[s*8:]
-			binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)+1)
+			binary.LittleEndian.PutUint64(p, AddCounts(binary.LittleEndian.Uint64(p), 1))
 			return true
 		}
 	}
@@ -176,7 +178,7 @@ func (h *Histogram) InsertN(v float64, n uint64) bool {
 	if n == 0 {
 		return true
 	}
-	h.count += n
+	h.count = AddCounts(h.count, n)
 	h.sum += v * float64(n)
 	if v < h.min {
 		h.min = v
@@ -186,7 +188,7 @@ func (h *Histogram) InsertN(v float64, n uint64) bool {
 	}
 	a := bits &^ signMask
 	if a == 0 {
-		h.zeroCount += n
+		h.zeroCount = AddCounts(h.zeroCount, n)
 		return true
 	}
 	b := &h.pos
@@ -282,8 +284,8 @@ func (h *Histogram) Merge(o *Histogram) {
 	d := uint(o.scale - target)
 	mergeSide(&h.pos, &o.pos, d, mb)
 	mergeSide(&h.neg, &o.neg, d, mb)
-	h.count += o.count
-	h.zeroCount += o.zeroCount
+	h.count = AddCounts(h.count, o.count)
+	h.zeroCount = AddCounts(h.zeroCount, o.zeroCount)
 	h.sum += o.sum
 	h.min = min(h.min, o.min)
 	h.max = max(h.max, o.max)

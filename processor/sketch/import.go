@@ -7,16 +7,25 @@ import "math"
 // takes a whole distribution at once instead of values one by one.
 
 // SetExponential makes h the histogram of an OpenTelemetry exponential histogram data point at scale
-// (clamped to the sketch's range, downscaling what does not fit h's maximum span): zeroCount zeros,
-// posCounts[k] values in bucket posOffset+k and negCounts[k] in negative bucket negOffset+k (bucket
-// i holding (base^i, base^(i+1)], as in OpenTelemetry), adding up to sum. With hasMinMax, minV and
-// maxV are the values' least and greatest; without, the bounds of the outermost occupied buckets stand
-// in for them, so that quantiles stay within the buckets. h keeps its maximum span.
+// (downscaling what does not fit h's maximum span): zeroCount zeros, posCounts[k] values in bucket
+// posOffset+k and negCounts[k] in negative bucket negOffset+k (bucket i holding (base^i, base^(i+1)],
+// as in OpenTelemetry), adding up to sum. With hasMinMax, minV and maxV are the values' least and
+// greatest; without, the bounds of the outermost occupied buckets stand in for them, so that quantiles
+// stay within the buckets. h keeps its maximum span.
+//
+// It reports false, leaving h empty, for a point that no histogram holds: a scale outside [-10, 20],
+// an occupied bucket outside the indices of the finite floats at that scale (IndexRange), or counts
+// whose total does not fit in a uint64. Its work is linear in the number of counts, whatever the
+// offsets: an index is checked before a bucket is made for it.
 func (h *Histogram) SetExponential(scale int32, zeroCount uint64, posOffset int32, posCounts []uint64,
-	negOffset int32, negCounts []uint64, sum, minV, maxV float64, hasMinMax bool) {
+	negOffset int32, negCounts []uint64, sum, minV, maxV float64, hasMinMax bool) bool {
 	h.configure(scale, int(h.maxBuckets))
 	h.Reset()
-	var n uint64
+	lo, hi, ok := IndexRange(scale)
+	if !ok || !within(posOffset, posCounts, lo, hi) || !within(negOffset, negCounts, lo, hi) {
+		return false
+	}
+	n := zeroCount
 	for _, side := range []struct {
 		b      *buckets
 		offset int32
@@ -26,22 +35,54 @@ func (h *Histogram) SetExponential(scale int32, zeroCount uint64, posOffset int3
 			if c == 0 {
 				continue
 			}
+			if n+c < n {
+				h.Reset()
+				return false
+			}
 			n += c
 			// A downscale meanwhile shifts the index as it shifted the buckets already in.
 			h.insertSlow(side.b, (int(side.offset)+k)>>(uint(h.initScale-h.scale)), c)
 		}
 	}
 	h.zeroCount = zeroCount
-	h.count = n + zeroCount
+	h.count = n
 	h.sum = sum
 	if h.count == 0 {
-		return
+		return true
 	}
 	if hasMinMax {
 		h.min, h.max = minV, maxV
-		return
+		return true
 	}
 	h.min, h.max = h.outerBounds()
+	return true
+}
+
+// IndexRange returns the bucket indices that hold finite non-zero floats at scale: those of the
+// least subnormal and of the greatest float64. ok is false for a scale outside [-10, 20], the
+// OpenTelemetry range.
+func IndexRange(scale int32) (lo, hi int, ok bool) {
+	if scale < minScale || scale > maxScale {
+		return 0, 0, false
+	}
+	return minIndex(scale), maxIndex(scale), true
+}
+
+// within reports whether the occupied buckets among counts, the first at index offset, lie in
+// [lo, hi].
+func within(offset int32, counts []uint64, lo, hi int) bool {
+	if len(counts) == 0 {
+		return true
+	}
+	if first, last := int(offset), int(offset)+len(counts)-1; first >= lo && last <= hi {
+		return true
+	}
+	for k, c := range counts {
+		if i := int(offset) + k; c != 0 && (i < lo || i > hi) {
+			return false
+		}
+	}
+	return true
 }
 
 // outerBounds returns the lower bound of the lowest occupied bucket and the upper bound of the

@@ -1,6 +1,9 @@
 package sketch
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // Subtract removes o's values from h, for an h that holds them: a merge that included o, plus values
 // inserted into both since. Bucket counts, the zero count, count and sum are subtracted exactly; min
@@ -19,8 +22,8 @@ func (h *Histogram) Subtract(o *Histogram) bool {
 		h.Reset()
 		return true
 	}
-	if o.scale < h.scale || o.count > h.count || o.zeroCount > h.zeroCount {
-		return false
+	if o.scale < h.scale || o.count > h.count || o.zeroCount > h.zeroCount || h.count == math.MaxUint64 {
+		return false // a saturated count (see AddCounts) no longer says how many values h holds
 	}
 	d := uint(o.scale - h.scale)
 	if !subtractSide(&h.pos, &o.pos, d) {
