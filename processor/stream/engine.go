@@ -273,12 +273,15 @@ type Record struct {
 // aggregation's explicit buckets (Buckets, len(Bounds)+1 of them, bucket i holding the values in
 // (Bounds[i-1], Bounds[i]]; nil: it adds to no bucket) and held by Sketch (merged into the
 // aggregation's sketches, at the coarser of their scales; nil: it adds nothing to them). It counts as
-// Count records in count, as its values in sum, avg, min, max, the histograms and the percentiles.
+// Count records in count, as its values in sum, avg, min, max, the histograms and the percentiles;
+// with NoValues (a histogram point without a sum) in count alone, whatever its other fields say.
+// Buckets of another length than len(Bounds)+1 are taken as nil. Counts saturate at 2^64-1.
 type Distribution struct {
 	Count     uint64
 	Sum       float64
 	Min, Max  float64
 	HasMinMax bool
+	NoValues  bool
 	Buckets   []uint64
 	Sketch    *sketch.Histogram
 }

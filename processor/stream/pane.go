@@ -9,7 +9,7 @@ import (
 
 // totals are the scalar aggregates of a set of records (a pane's, a series' head's or a window's): their
 // count, and the count, sum, min and max of their finite values. A record of weight n counts as n
-// records of its value.
+// records of its value. Counts saturate at 2^64-1 (sketch.AddCounts).
 type totals struct {
 	count      uint64  // records, weighted
 	valueCount uint64  // records with a finite value, weighted
@@ -19,7 +19,7 @@ type totals struct {
 
 // add counts a record of value v and weight n; hasValue says v is finite.
 func (t *totals) add(v float64, hasValue bool, n uint64) {
-	t.count += n
+	t.count = sketch.AddCounts(t.count, n)
 	if !hasValue {
 		return
 	}
@@ -31,16 +31,16 @@ func (t *totals) add(v float64, hasValue bool, n uint64) {
 	if t.valueCount == 0 || v > t.max {
 		t.max = v
 	}
-	t.valueCount += n
+	t.valueCount = sketch.AddCounts(t.valueCount, n)
 	t.sum += v * float64(n) // exact for n = 1: an unweighted record's sum is what adding v makes
 }
 
-// addDist counts a distribution of d.Count values. Its min and max, when it has none, are unknown:
-// -Inf and +Inf, which no record or merge replaces, so that totals with one unknown extreme report
-// none rather than the extreme of the others.
+// addDist counts a distribution of d.Count values (with d.NoValues, in count alone). Its min and max,
+// when it has none, are unknown: -Inf and +Inf, which no record or merge replaces, so that totals with
+// one unknown extreme report none rather than the extreme of the others.
 func (t *totals) addDist(d *Distribution) {
-	t.count += d.Count
-	if d.Count == 0 {
+	t.count = sketch.AddCounts(t.count, d.Count)
+	if d.Count == 0 || d.NoValues {
 		return
 	}
 	lo, hi := math.Inf(-1), math.Inf(1)
@@ -53,7 +53,7 @@ func (t *totals) addDist(d *Distribution) {
 	if t.valueCount == 0 || hi > t.max {
 		t.max = hi
 	}
-	t.valueCount += d.Count
+	t.valueCount = sketch.AddCounts(t.valueCount, d.Count)
 	t.sum += d.Sum
 }
 
@@ -79,7 +79,9 @@ func insertItem(h *sketch.Histogram, it *item) {
 	switch {
 	case h == nil:
 	case it.dist != nil:
-		h.Merge(it.dist.Sketch)
+		if !it.dist.NoValues {
+			h.Merge(it.dist.Sketch)
+		}
 	case it.hasValue:
 		h.InsertN(it.v, it.n)
 	}
@@ -90,16 +92,17 @@ func countItem(counts []uint64, bounds []float64, it *item) {
 	switch {
 	case counts == nil:
 	case it.dist != nil:
-		if it.dist.Buckets != nil {
+		if len(it.dist.Buckets) == len(counts) && !it.dist.NoValues {
 			addCounts(counts, it.dist.Buckets)
 		}
 	case it.hasValue:
-		counts[bucketOf(bounds, it.v)] += it.n
+		i := bucketOf(bounds, it.v)
+		counts[i] = sketch.AddCounts(counts[i], it.n)
 	}
 }
 
 func (t *totals) merge(o *totals) {
-	t.count += o.count
+	t.count = sketch.AddCounts(t.count, o.count)
 	if o.valueCount == 0 {
 		return
 	}
@@ -109,7 +112,7 @@ func (t *totals) merge(o *totals) {
 	if t.valueCount == 0 || o.max > t.max {
 		t.max = o.max
 	}
-	t.valueCount += o.valueCount
+	t.valueCount = sketch.AddCounts(t.valueCount, o.valueCount)
 	t.sum += o.sum
 }
 

@@ -65,9 +65,10 @@ func bucketOf(bounds []float64, v float64) int {
 	return i
 }
 
+// addCounts adds bucket counts src to dst, each saturating (see sketch.AddCounts).
 func addCounts(dst, src []uint64) {
 	for i, c := range src {
-		dst[i] += c
+		dst[i] = sketch.AddCounts(dst[i], c)
 	}
 }
 

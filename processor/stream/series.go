@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
@@ -152,7 +153,9 @@ func (s *series) insertPending(sh *shard) {
 	if bounds := sh.aggs[s.agg].Bounds; bounds != nil && len(vs) > 0 {
 		counts := s.paneAt(s.headStart).counts
 		for _, v := range vs {
-			counts[bucketOf(bounds, v)]++
+			if i := bucketOf(bounds, v); counts[i] != math.MaxUint64 { // saturated (see sketch.AddCounts)
+				counts[i]++
+			}
 		}
 	}
 }
