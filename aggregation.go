@@ -30,11 +30,13 @@ type aggregation struct {
 	// ottlErrorOptions are the attributes its OTTL errors are counted with, by clause
 	ottlErrorOptions [numOTTLClauses][]metric.AddOption
 	// metricNames are where.metric_names, for metrics; pointOptions the attributes its metric_points
-	// are counted with, by outcome, and aggregationOption its name alone
-	metricNames       []string
-	input             *pointInput // for metrics, what it keeps of its input (see metricInputs)
-	pointOptions      [numPointOutcomes][]metric.AddOption
-	aggregationOption []metric.AddOption
+	// are counted with, by outcome, incompatibleOptions its incompatible_histograms, by reason, and
+	// aggregationOption its name alone
+	metricNames         []string
+	input               *pointInput // for metrics, what it keeps of its input (see metricInputs)
+	pointOptions        [numPointOutcomes][]metric.AddOption
+	aggregationOption   []metric.AddOption
+	incompatibleOptions [numHistogramFaults][]metric.AddOption
 	// stampsInstance: its output resources carry the outputs' service.instance.id (shared.instance;
 	// it does not group by that key)
 	stampsInstance bool
@@ -61,6 +63,7 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 	c := &aggregation{index: index, name: a.Name, signal: sg, histMax: defaultHistogramMaxSize}
 	c.ottlErrorOptions = ottlErrorOptions(a.Name)
 	c.pointOptions, c.aggregationOption = pointOptions(a.Name)
+	c.incompatibleOptions = incompatibleOptions(a.Name)
 	var parser ottlParser // made for the first expression
 	parse := func(what string, p func(ottlParser) error) error {
 		if parser == nil {

@@ -76,16 +76,44 @@ var pointOutcomeNames = [numPointOutcomes]string{
 // it adds nothing: with drop_aggregated_input it leaves the pipeline, as the aggregated ones do.
 func (o pointOutcome) held() bool { return o == pointBase || o == pointOutOfOrder || o == pointEmpty }
 
+// histogramFault is why a histogram point is left out of an aggregation's histogram output and
+// percentiles (each name an incompatible_histograms reason): a point that breaks the data model
+// (malformed), or one that does not fit what the aggregation keeps.
+type histogramFault uint8
+
+const (
+	histogramFits          histogramFault = iota
+	faultBucketCounts                     // explicit: not one bucket count more than bounds
+	faultBounds                           // explicit: bounds not strictly ascending, or not finite
+	faultScale                            // exponential: a scale outside [-10, 20]
+	faultIndices                          // exponential: an occupied bucket outside the finite floats at its scale
+	faultNotAddingUp                      // bucket counts (and zero count) that do not add up to the count
+	faultOtherBounds                      // explicit, of other bounds than the explicit output's
+	faultOtherKind                        // the other kind than the histogram output's; explicit, for percentiles
+	faultNoPreviousBuckets                // cumulative: its stream's last point had no buckets to subtract
+	numHistogramFaults
+)
+
+var histogramFaultNames = [numHistogramFaults]string{
+	faultBucketCounts: "bucket_counts", faultBounds: "bounds", faultScale: "scale", faultIndices: "indices",
+	faultNotAddingUp: "not_adding_up", faultOtherBounds: "other_bounds", faultOtherKind: "other_kind",
+	faultNoPreviousBuckets: "no_previous_buckets",
+}
+
+// malformed reports whether the fault breaks the data model: the point is counted whatever the
+// aggregation's outputs.
+func (f histogramFault) malformed() bool { return f >= faultBucketCounts && f <= faultIndices }
+
 // pointAdd is what a point adds to one aggregation: with outcome pointAggregated, a distribution
 // (dist), or else weight records of value (NaN: none, why says).
 type pointAdd struct {
-	outcome      pointOutcome
-	value        float64
-	why          valueReason
-	weight       uint32
-	dist         *stream.Distribution
-	reset        bool // the point reset its stream: it counts whole
-	incompatible bool // a histogram left out of the histogram output or the percentiles
+	outcome pointOutcome
+	value   float64
+	why     valueReason
+	weight  uint32
+	dist    *stream.Distribution
+	reset   bool           // the point reset its stream: it counts whole
+	fault   histogramFault // a histogram left out of the histogram output or the percentiles, and why
 }
 
 func valueAdd(v float64, why valueReason) pointAdd {
@@ -102,16 +130,32 @@ func (rd *metricReader) add(a *aggregation, in *metricInputs) pointAdd {
 		return rd.addHistogram(a, in)
 	case pointExponential:
 		return rd.addExponential(a, in)
+	case pointIncrease:
+		return valueAdd(increaseOf(rd.num))
 	}
 	return valueAdd(numberOf(rd.num))
 }
 
-// numberOf reads a number point's value.
+// numberOf reads a number point's value: none for a point whose value is not set (OTLP requires one,
+// but a point can come without).
 func numberOf(dp pmetric.NumberDataPoint) (float64, valueReason) {
-	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+	switch dp.ValueType() {
+	case pmetric.NumberDataPointValueTypeInt:
 		return float64(dp.IntValue()), valueOK
+	case pmetric.NumberDataPointValueTypeDouble:
+		return finite(dp.DoubleValue())
 	}
-	return finite(dp.DoubleValue())
+	return math.NaN(), valueMissing
+}
+
+// increaseOf reads a monotonic sum's point: a negative value is no increase, and is left out, so that
+// a monotonic output stays monotonic.
+func increaseOf(dp pmetric.NumberDataPoint) (float64, valueReason) {
+	v, why := numberOf(dp)
+	if why == valueOK && v < 0 {
+		return math.NaN(), valueNegative
+	}
+	return v, why
 }
 
 // judge finds a's stream of the reader's point, at t with start, and judges the point against it:
@@ -138,7 +182,7 @@ func restarted(prev *inputStream, start uint64) bool {
 
 func (rd *metricReader) addCounter(a *aggregation, in *metricInputs) pointAdd {
 	dp := rd.num
-	v, why := numberOf(dp)
+	v, why := increaseOf(dp)
 	if why != valueOK {
 		return valueAdd(v, why) // counted without a value; the base stays
 	}
@@ -171,8 +215,11 @@ type histogramHead struct {
 	hasMinMax bool
 }
 
+// headOf returns a histogram point's head. Its min and max count only if both are set, finite and in
+// order: a point that says otherwise has none.
 func headOf(count uint64, hasSum bool, sum float64, hasMin bool, lo float64, hasMax bool, hi float64) histogramHead {
-	h := histogramHead{count: count, sum: sum, min: lo, max: hi, hasMinMax: hasMin && hasMax}
+	h := histogramHead{count: count, sum: sum, min: lo, max: hi,
+		hasMinMax: hasMin && hasMax && lo <= hi && !math.IsInf(lo, 0) && !math.IsInf(hi, 0)}
 	switch {
 	case !hasSum:
 		h.sumWhy = valueMissing
@@ -193,21 +240,23 @@ func (h histogramHead) less(prev *inputStream) histogramHead {
 }
 
 // distribution returns what a histogram of head h, bucket counts buckets (of a's explicit buckets;
-// nil: none) and sketch sk (nil: none) adds: a distribution, or, without a finite sum, count records
-// without a value; nothing for no value.
-func (rd *metricReader) distribution(h histogramHead, buckets []uint64, sk *sketch.Histogram, incompatible bool) pointAdd {
+// nil: none) and sketch sk (nil: none) adds: a distribution, or, without a finite sum, one of count
+// values that count in count alone; nothing for no value.
+func (rd *metricReader) distribution(h histogramHead, buckets []uint64, sk *sketch.Histogram, fault histogramFault) pointAdd {
 	switch {
 	case h.count == 0:
 		return pointAdd{outcome: pointEmpty}
 	case h.sumWhy != valueOK:
-		return pointAdd{outcome: pointAggregated, value: math.NaN(), why: h.sumWhy, weight: uint32(min(h.count, maxWeight)), incompatible: incompatible}
+		d := rd.newDist(0)
+		d.Count, d.NoValues = h.count, true
+		return pointAdd{outcome: pointAggregated, dist: d, why: h.sumWhy, fault: fault}
 	}
 	d := rd.newDist(len(buckets))
 	d.Count, d.Sum = h.count, h.sum
 	d.Min, d.Max, d.HasMinMax = h.min, h.max, h.hasMinMax
 	copy(d.Buckets, buckets)
 	d.Sketch = sk
-	return pointAdd{outcome: pointAggregated, dist: d, incompatible: incompatible}
+	return pointAdd{outcome: pointAggregated, dist: d, fault: fault}
 }
 
 // feedsHistogram reports whether the aggregation has a histogram output; feedsSketch whether it
@@ -222,15 +271,35 @@ func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd 
 	dp := rd.hist
 	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
 	rd.readCounts()
-	// own: its buckets are the aggregation's explicit buckets, and add up to its count
-	own := a.bounds != nil && sameBounds(dp.ExplicitBounds(), a.bounds) && addsUp(rd.counts, h.count)
-	incompatible := !own && a.feedsHistogram() || len(a.quantiles) > 0
+	// own: its buckets are the aggregation's explicit buckets, and add up to its count. Bounds that
+	// are the aggregation's are finite and ascending: only others are checked.
+	fault := rd.countsFault()
+	own := false
+	switch {
+	case fault != histogramFits:
+	case a.bounds == nil:
+		fault = rd.boundsFault(faultOtherKind)
+	case !sameBounds(dp.ExplicitBounds(), a.bounds):
+		fault = rd.boundsFault(faultOtherBounds)
+	case !addsUp(rd.counts, h.count):
+		fault = faultNotAddingUp
+	default:
+		own = true
+	}
+	switch {
+	case fault.malformed():
+	case !own && a.feedsHistogram():
+	case len(a.quantiles) > 0:
+		fault = faultOtherKind // no sketch takes explicit buckets
+	default:
+		fault = histogramFits // left out of nothing the aggregation keeps
+	}
 	var buckets []uint64
 	if own {
 		buckets = rd.counts
 	}
 	if !rd.cumulative {
-		return rd.distribution(h, buckets, nil, incompatible)
+		return rd.distribution(h, buckets, nil, fault)
 	}
 	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
 	st, fresh, whole, stop := rd.judge(a, in, t, start)
@@ -241,14 +310,17 @@ func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd 
 	prev := *st
 	reset := !fresh && (h.count < prev.count || bounds != prev.bounds || restarted(&prev, start) ||
 		own && prev.buckets != nil && !covers(rd.counts, prev.buckets))
-	add, done := rd.wholeOrBase(fresh, whole, reset, h, buckets, nil, incompatible)
+	add, done := rd.wholeOrBase(fresh, whole, reset, h, buckets, nil, fault)
 	if !done {
 		var diff []uint64
 		if own && prev.buckets != nil {
 			rd.diff = subtractCounts(rd.diff[:0], rd.counts, prev.buckets)
 			diff = rd.diff
 		}
-		add = rd.distribution(h.less(&prev), diff, nil, incompatible || own && diff == nil)
+		if own && diff == nil && fault == histogramFits {
+			fault = faultNoPreviousBuckets
+		}
+		add = rd.distribution(h.less(&prev), diff, nil, fault)
 	}
 	st.last, st.start, st.count, st.value, st.bounds = t, start, h.count, h.sum, bounds
 	st.buckets = nil
@@ -262,12 +334,12 @@ func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd 
 // (whole, if the stream began while watched, else a base) or a reset (whole: h, with buckets and
 // sk); done is false for the other points, whose increase the caller works out.
 func (rd *metricReader) wholeOrBase(fresh, whole, reset bool, h histogramHead, buckets []uint64, sk *sketch.Histogram,
-	incompatible bool) (add pointAdd, done bool) {
+	fault histogramFault) (add pointAdd, done bool) {
 	switch {
 	case fresh && !whole:
 		return pointAdd{outcome: pointBase}, true
 	case fresh || reset:
-		add = rd.distribution(h, buckets, sk, incompatible)
+		add = rd.distribution(h, buckets, sk, fault)
 		add.reset = reset
 		return add, true
 	}
@@ -291,24 +363,89 @@ func (rd *metricReader) boundsHash() uint64 {
 	return rd.bounds
 }
 
-// The scales an OpenTelemetry exponential histogram may have.
-const (
-	minExponentialScale = -10
-	maxExponentialScale = 20
-)
+// countsFault returns faultBucketCounts for an explicit histogram point whose bucket counts are not
+// one more than its bounds (none of either is a point of count and sum alone): it breaks the data
+// model.
+func (rd *metricReader) countsFault() histogramFault {
+	if n, b := len(rd.counts), rd.hist.ExplicitBounds().Len(); n != b+1 && (n != 0 || b != 0) {
+		return faultBucketCounts
+	}
+	return histogramFits
+}
+
+// boundsFault returns faultBounds for an explicit histogram point whose bounds are not finite and
+// strictly ascending (it breaks the data model), else other; it looks at the bounds once a point.
+func (rd *metricReader) boundsFault(other histogramFault) histogramFault {
+	if !rd.faultRead {
+		rd.faultRead, rd.fault = true, histogramFits
+		prev := math.Inf(-1)
+		for _, b := range rd.hist.ExplicitBounds().All() {
+			if !(b > prev) || math.IsInf(b, 1) { // NaN fails b > prev
+				rd.fault = faultBounds
+				break
+			}
+			prev = b
+		}
+	}
+	if rd.fault != histogramFits {
+		return rd.fault
+	}
+	return other
+}
+
+// exponentialFault returns what breaks the data model in the reader's exponential point, once a
+// point: a scale outside [-10, 20], or an occupied bucket outside the indices of the finite floats at
+// its scale (no histogram holds it, whatever its offset).
+func (rd *metricReader) exponentialFault() histogramFault {
+	if rd.faultRead {
+		return rd.fault
+	}
+	rd.faultRead, rd.fault = true, histogramFits
+	dp := rd.exp
+	lo, hi, ok := sketch.IndexRange(dp.Scale())
+	switch {
+	case !ok:
+		rd.fault = faultScale
+	case !occupiedWithin(dp.Positive(), lo, hi) || !occupiedWithin(dp.Negative(), lo, hi):
+		rd.fault = faultIndices
+	}
+	return rd.fault
+}
+
+// occupiedWithin reports whether the occupied buckets of b have indices in [lo, hi]: at once when its
+// first and last buckets do, else bucket by bucket.
+func occupiedWithin(b pmetric.ExponentialHistogramDataPointBuckets, lo, hi int) bool {
+	counts := b.BucketCounts()
+	n, off := counts.Len(), int(b.Offset())
+	if n == 0 || off >= lo && off+n-1 <= hi {
+		return true
+	}
+	for k, c := range counts.All() {
+		if i := off + k; c != 0 && (i < lo || i > hi) {
+			return false
+		}
+	}
+	return true
+}
 
 func (rd *metricReader) addExponential(a *aggregation, in *metricInputs) pointAdd {
 	dp := rd.exp
 	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
-	incompatible := a.bounds != nil && a.feedsHistogram()
+	fault := rd.exponentialFault()
 	var cur *sketch.Histogram
-	if a.feedsSketch() {
+	switch {
+	case fault.malformed():
+	case a.feedsSketch():
 		if cur = rd.pointSketch(); cur == nil {
-			incompatible = true
+			fault = faultNotAddingUp
+		} else if a.bounds != nil && a.feedsHistogram() {
+			fault = faultOtherKind // percentiles take it, the explicit output does not
 		}
+	case a.bounds != nil && a.feedsHistogram():
+		fault = faultOtherKind
 	}
 	if !rd.cumulative {
-		return rd.distribution(h, nil, cur, incompatible)
+		return rd.distribution(h, nil, cur, fault)
 	}
 	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
 	st, fresh, whole, stop := rd.judge(a, in, t, start)
@@ -324,9 +461,12 @@ func (rd *metricReader) addExponential(a *aggregation, in *metricInputs) pointAd
 		inc.Downscale(prev.hist.Scale())
 		reset = !inc.Subtract(prev.hist) // a bucket below its last count
 	}
-	add, done := rd.wholeOrBase(fresh, whole, reset, h, nil, cur, incompatible)
+	add, done := rd.wholeOrBase(fresh, whole, reset, h, nil, cur, fault)
 	if !done {
-		add = rd.distribution(h.less(&prev), nil, inc, incompatible || cur != nil && inc == nil)
+		if cur != nil && inc == nil && fault == histogramFits {
+			fault = faultNoPreviousBuckets
+		}
+		add = rd.distribution(h.less(&prev), nil, inc, fault)
 	}
 	st.last, st.start, st.count, st.value = t, start, h.count, h.sum
 	switch {
@@ -341,24 +481,21 @@ func (rd *metricReader) addExponential(a *aggregation, in *metricInputs) pointAd
 }
 
 // pointSketch returns the reader's exponential point as a sketch, imported once per point; nil for
-// a point whose scale is out of range or whose buckets do not add up to its count. The sketch is the
-// reader's until the batch is applied.
+// a point that no sketch holds (see exponentialFault) or whose buckets do not add up to its count. The
+// sketch is the reader's until the batch is applied.
 func (rd *metricReader) pointSketch() *sketch.Histogram {
 	if rd.imported {
 		return rd.cur
 	}
 	rd.imported, rd.cur = true, nil
 	dp := rd.exp
-	if s := dp.Scale(); s < minExponentialScale || s > maxExponentialScale {
-		return nil
-	}
 	pos, neg := dp.Positive(), dp.Negative()
 	rd.counts = appendCounts(rd.counts[:0], pos.BucketCounts())
 	rd.diff = appendCounts(rd.diff[:0], neg.BucketCounts())
 	h := rd.scratchSketch()
-	h.SetExponential(dp.Scale(), dp.ZeroCount(), pos.Offset(), rd.counts, neg.Offset(), rd.diff, dp.Sum(),
-		dp.Min(), dp.Max(), dp.HasMin() && dp.HasMax())
-	if h.Count() != dp.Count() {
+	head := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
+	if !h.SetExponential(dp.Scale(), dp.ZeroCount(), pos.Offset(), rd.counts, neg.Offset(), rd.diff, dp.Sum(),
+		head.min, head.max, head.hasMinMax) || h.Count() != dp.Count() {
 		return nil
 	}
 	rd.cur = h

@@ -155,6 +155,9 @@ func (em *emitter) queueBuilt(ctx context.Context) {
 		for _, built := range b.take() {
 			em.queueBatch(ctx, input, built.md, built.points)
 		}
+		b.takeSaturated(func(agg int, n int64) {
+			em.s.tel.WindowAggregatorSaturatedPoints.Add(ctx, n, em.s.aggs[agg].aggregationOption...)
+		})
 	}
 }
 

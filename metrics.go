@@ -56,11 +56,13 @@ type metricReader struct {
 	keyOK                  bool
 	imported               bool // cur is the point's sketch (see pointSketch)
 	// countsRead: counts holds an explicit point's bucket counts; boundsHashed: bounds is the hash
-	// of its bounds (see readCounts, boundsHash)
-	countsRead, boundsHashed bool
-	bounds                   uint64
-	cur                      *sketch.Histogram // nil: none
-	counts, diff             []uint64          // buffers for bucket counts
+	// of its bounds (see readCounts, boundsHash); faultRead: fault is what breaks the data model in
+	// the point (see explicitFault, exponentialFault)
+	countsRead, boundsHashed, faultRead bool
+	bounds                              uint64
+	fault                               histogramFault
+	cur                                 *sketch.Histogram // nil: none
+	counts, diff                        []uint64          // buffers for bucket counts
 	// The distributions staged in this call, and their bucket counts: slabs that the reader keeps
 	// (while the pool does), so that a batch of histograms allocates a few slabs, not a
 	// distribution and its counts per point.
@@ -73,10 +75,11 @@ type metricReader struct {
 }
 
 // pointTally is one aggregation's counts of one call, for metric_points, input_resets and
-// incompatible_histograms.
+// incompatible_histograms (by reason).
 type pointTally struct {
-	outcomes             [numPointOutcomes]int64
-	resets, incompatible int64
+	outcomes     [numPointOutcomes]int64
+	resets       int64
+	incompatible [numHistogramFaults]int64
 }
 
 var metricReaders = sync.Pool{New: func() any {
@@ -180,7 +183,7 @@ func (rd *metricReader) point(attrs pcommon.Map, t uint64, noValue bool) int64 {
 	}
 	rd.next(attrs)
 	rd.keyOK, rd.imported, rd.cur = false, false, nil
-	rd.countsRead, rd.boundsHashed = false, false
+	rd.countsRead, rd.boundsHashed, rd.faultRead = false, false, false
 	rd.refusal = pointAggregated
 	switch {
 	case rd.kind == pointSummary:
@@ -380,9 +383,7 @@ func (run *ingestRun) stagePoint(rd *metricReader, aggs []*aggregation, in *metr
 		if add.reset {
 			tl.resets++
 		}
-		if add.incompatible {
-			tl.incompatible++
-		}
+		tl.incompatible[add.fault]++ // histogramFits is not reported
 		if add.outcome != pointStreamLimit {
 			in.byAgg[a.index].learn(rd.m.Unit(), rd.kind == pointIncrease || rd.kind == pointCounter)
 		}
@@ -506,8 +507,10 @@ func (s *shared) reportPoints(ctx context.Context, tally []pointTally) {
 		if t.resets > 0 {
 			s.tel.WindowAggregatorInputResets.Add(ctx, t.resets, a.aggregationOption...)
 		}
-		if t.incompatible > 0 {
-			s.tel.WindowAggregatorIncompatibleHistograms.Add(ctx, t.incompatible, a.aggregationOption...)
+		for f := histogramFits + 1; f < numHistogramFaults; f++ {
+			if n := t.incompatible[f]; n > 0 {
+				s.tel.WindowAggregatorIncompatibleHistograms.Add(ctx, n, a.incompatibleOptions[f]...)
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
+	"github.com/windowaggregator/windowaggregator/processor/sketch"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
@@ -38,6 +39,9 @@ type metricsBuilder struct {
 	resKey    serieskey.Builder
 	decoded   []serieskey.Value
 	counts    []uint64
+	// saturated counts, by aggregation, the data points built whose count did not fit (see
+	// takeSaturated)
+	saturated []int64
 }
 
 // resourceOut is one output resource and its scope, shared by the aggregations whose results have
@@ -70,7 +74,7 @@ type aggOut struct {
 }
 
 func newMetricsBuilder(aggs []*aggregation, version string, t pmetric.AggregationTemporality) *metricsBuilder {
-	b := &metricsBuilder{aggs: aggs, version: version, temporality: t}
+	b := &metricsBuilder{aggs: aggs, version: version, temporality: t, saturated: make([]int64, len(aggs))}
 	b.reset()
 	return b
 }
@@ -85,6 +89,17 @@ func (b *metricsBuilder) reset() {
 type builtBatch struct {
 	md     pmetric.Metrics
 	points int
+}
+
+// takeSaturated passes report the data points built since its last call whose count did not fit,
+// by aggregation, and zeroes them.
+func (b *metricsBuilder) takeSaturated(report func(agg int, n int64)) {
+	for i, n := range b.saturated {
+		if n > 0 {
+			report(i, n)
+			b.saturated[i] = 0
+		}
+	}
 }
 
 // take returns the batches built so far and starts afresh.
@@ -169,6 +184,9 @@ func (b *metricsBuilder) add(r *stream.Result) {
 		}
 		switch e.def.metric {
 		case shapeCount:
+			if r.Point.Count > math.MaxInt64 {
+				b.saturated[r.Agg]++ // intValue gives the greatest int64
+			}
 			dp := b.metric(ro, i, a).Sum().DataPoints().AppendEmpty()
 			dp.SetStartTimestamp(pointStart)
 			dp.SetTimestamp(end)
@@ -194,7 +212,10 @@ func (b *metricsBuilder) explicitHistogram(ro *aggOut, slot int, a *aggregation,
 	dp.SetTimestamp(end)
 	var n uint64
 	for _, c := range p.BucketCounts {
-		n += c
+		n = sketch.AddCounts(n, c) // saturating, as the engine's counts
+	}
+	if n == math.MaxUint64 {
+		b.saturated[a.index]++
 	}
 	dp.SetCount(n)
 	setSummary(dp, n, p)
@@ -254,6 +275,9 @@ func (b *metricsBuilder) histogram(ro *aggOut, slot int, a *aggregation, start, 
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(end)
 	h := p.Hist
+	if h.Count() == math.MaxUint64 {
+		b.saturated[a.index]++
+	}
 	dp.SetCount(h.Count())
 	setSummary(dp, h.Count(), p)
 	scale := h.ScaleFor(a.histMax)

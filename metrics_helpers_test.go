@@ -48,22 +48,25 @@ type inPoint struct {
 	v            float64
 	attrs        map[string]any
 	noValue      bool // flagged as having no recorded value
+	unset        bool // a number point whose value is not set (neither int nor double)
 	hist         *inHist
 }
 
-// inHist is a histogram point: explicit bounds and counts, or exponential (scale, offset and counts,
-// positive side only).
+// inHist is a histogram point: explicit bounds and counts, or exponential (scale, offset and counts
+// of the positive side, and of the negative side in negOffset and negBuckets).
 type inHist struct {
-	count     uint64
-	sum       float64
-	noSum     bool
-	min, max  float64
-	hasMinMax bool
-	bounds    []float64
-	buckets   []uint64
-	scale     int32
-	offset    int32
-	zero      uint64
+	count      uint64
+	sum        float64
+	noSum      bool
+	min, max   float64
+	hasMinMax  bool
+	bounds     []float64
+	buckets    []uint64
+	scale      int32
+	offset     int32
+	zero       uint64
+	negOffset  int32
+	negBuckets []uint64
 }
 
 // inMetrics builds one batch: a resource per pod (in order of first appearance), one scope, a metric
@@ -171,9 +174,11 @@ func (p inPoint) appendTo(m pmetric.Metric) {
 		}
 		p.fill(dp)
 		dp.SetFlags(flags)
-		if p.v == float64(int64(p.v)) {
+		switch {
+		case p.unset:
+		case p.v == float64(int64(p.v)):
 			dp.SetIntValue(int64(p.v))
-		} else {
+		default:
 			dp.SetDoubleValue(p.v)
 		}
 	case pmetric.MetricTypeHistogram:
@@ -189,6 +194,8 @@ func (p inPoint) appendTo(m pmetric.Metric) {
 		dp.SetZeroCount(h.zero)
 		dp.Positive().SetOffset(h.offset)
 		dp.Positive().BucketCounts().FromRaw(h.buckets)
+		dp.Negative().SetOffset(h.negOffset)
+		dp.Negative().BucketCounts().FromRaw(h.negBuckets)
 	case pmetric.MetricTypeSummary:
 		dp := m.Summary().DataPoints().AppendEmpty()
 		p.fill(dp)

@@ -245,7 +245,7 @@ func TestDeltaHistogramsMergeBucketByBucket(t *testing.T) {
 			if seen != len(want) {
 				t.Errorf("%d histogram points, want %d", seen, len(want))
 			}
-			wantCounter(t, r.tel, "otelcol_window_aggregator_incompatible_histograms", map[string]string{"aggregation": "dur"}, 1)
+			wantCounter(t, r.tel, "otelcol_window_aggregator_incompatible_histograms", map[string]string{"aggregation": "dur", "reason": "other_bounds"}, 1)
 			wantCounter(t, r.tel, "otelcol_window_aggregator_values_missing", map[string]string{"reason": "missing"}, 1)
 		})
 	}
@@ -324,8 +324,10 @@ func TestExponentialHistogramsMergeAtTheCoarserScale(t *testing.T) {
 					t.Errorf("explicit histogram of exponential inputs: count %d, has sum %v; want none of them", dp.Count(), dp.HasSum())
 				}
 			})
-			wantCounter(t, r.tel, "otelcol_window_aggregator_incompatible_histograms", map[string]string{"aggregation": "rpc_explicit"}, 2)
-			wantCounter(t, r.tel, "otelcol_window_aggregator_incompatible_histograms", map[string]string{"aggregation": "rpc"}, 0)
+			wantCounter(t, r.tel, "otelcol_window_aggregator_incompatible_histograms", map[string]string{"aggregation": "rpc_explicit", "reason": "other_kind"}, 2)
+			if n := counterIncluding(t, r.tel, "otelcol_window_aggregator_incompatible_histograms", map[string]string{"aggregation": "rpc"}); n != 0 {
+				t.Errorf("incompatible_histograms{aggregation=rpc} = %d, want 0", n)
+			}
 		})
 	}
 }

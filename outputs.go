@@ -2,6 +2,7 @@ package windowaggregator
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -52,7 +53,7 @@ const additive = " (cumulative: since the series' start; delta: in the slide)."
 // outputs is the table, in the order their metrics are made for a result.
 var outputs = []output{
 	{name: "count", metric: shapeCount, description: "Records" + additive,
-		intValue: func(r *stream.Result) int64 { return int64(r.Point.Count) }},
+		intValue: func(r *stream.Result) int64 { return int64(min(r.Point.Count, math.MaxInt64)) }}, // saturated
 	{name: "sum", needsValue: true, metric: shapeSum, description: "Sum of the values" + additive,
 		value: func(r *stream.Result, _ int) float64 { return r.Point.Sum }},
 	{name: "avg", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Mean of the values in the window.",

@@ -166,12 +166,13 @@ const (
 	valueNotFinite
 	valueEndBeforeStart
 	valueNoStart
+	valueNegative // a monotonic sum's negative value: no increase
 	numValueReasons
 )
 
 var valueReasonNames = [numValueReasons]string{
 	valueMissing: "missing", valueNotNumeric: "not_numeric", valueNotFinite: "not_finite", valueEndBeforeStart: "end_before_start",
-	valueNoStart: "no_start",
+	valueNoStart: "no_start", valueNegative: "negative",
 }
 
 // value returns the record's value, or NaN and the reason there is none. A span without a start has

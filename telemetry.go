@@ -104,6 +104,15 @@ func pointOptions(aggregation string) (o [numPointOutcomes][]metric.AddOption, a
 	return o, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", aggregation)))}
 }
 
+// incompatibleOptions are the attribute sets of an aggregation's incompatible_histograms, by reason.
+func incompatibleOptions(aggregation string) (o [numHistogramFaults][]metric.AddOption) {
+	for f, reason := range histogramFaultNames {
+		o[f] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
+			attribute.String("aggregation", aggregation), attribute.String("reason", reason)))}
+	}
+	return o
+}
+
 func reasonAttr(reason string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
 }

@@ -45,6 +45,7 @@ type TelemetryBuilder struct {
 	WindowAggregatorOverflowSeries         metric.Int64ObservableGauge
 	WindowAggregatorPendingPoints          metric.Int64ObservableGauge
 	WindowAggregatorRecords                metric.Int64Counter
+	WindowAggregatorSaturatedPoints        metric.Int64Counter
 	WindowAggregatorSharedSourceRecords    metric.Int64Counter
 	WindowAggregatorTruncatedKeys          metric.Int64Counter
 	WindowAggregatorValuesMissing          metric.Int64Counter
@@ -269,7 +270,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorIncompatibleHistograms, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_incompatible_histograms",
-		metric.WithDescription("Histogram data points left out of an aggregation's histogram output and percentiles, by aggregation: other bounds than the explicit output's, the other kind of histogram, or bucket counts that do not add up to the point's count. They are still in count and sum. [Alpha]"),
+		metric.WithDescription("Histogram data points left out of an aggregation's histogram output and percentiles, by aggregation and reason: other_bounds (than the explicit output's), other_kind (of histogram; explicit ones for percentiles), not_adding_up (bucket counts against the point's count), no_previous_buckets (a cumulative point whose stream's last point had none to subtract); and points that break the data model, counted whatever the outputs: bucket_counts (not one more than the bounds), bounds (not finite and strictly ascending), scale (outside -10 to 20), indices (an exponential bucket outside the finite floats at its scale). They are still in count and sum. [Alpha]"),
 		metric.WithUnit("{datapoint}"),
 	)
 	errs = errors.Join(errs, err)
@@ -339,6 +340,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.WindowAggregatorSaturatedPoints, err = builder.meter.Int64Counter(
+		"otelcol_window_aggregator_saturated_points",
+		metric.WithDescription("Result data points whose count does not fit, by aggregation: emitted at the greatest value the output holds (count: 2^63-1; a histogram's counts: 2^64-1) instead of wrapping. Only metric inputs that say so (a histogram point's own count) get there. [Alpha]"),
+		metric.WithUnit("{datapoint}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.WindowAggregatorSharedSourceRecords, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_shared_source_records",
 		metric.WithDescription("Records of sources past watermark.max_sources, which share one source's watermark. [Alpha]"),
@@ -353,7 +360,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorValuesMissing, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_values_missing",
-		metric.WithDescription("Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start, no_start). [Alpha]"),
+		metric.WithDescription("Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start, no_start, negative: a monotonic sum's point below zero). [Alpha]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

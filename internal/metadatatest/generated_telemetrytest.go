@@ -102,7 +102,7 @@ func AssertEqualWindowAggregatorEmitFailures(t *testing.T, tt *componenttest.Tel
 func AssertEqualWindowAggregatorIncompatibleHistograms(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_incompatible_histograms",
-		Description: "Histogram data points left out of an aggregation's histogram output and percentiles, by aggregation: other bounds than the explicit output's, the other kind of histogram, or bucket counts that do not add up to the point's count. They are still in count and sum. [Alpha]",
+		Description: "Histogram data points left out of an aggregation's histogram output and percentiles, by aggregation and reason: other_bounds (than the explicit output's), other_kind (of histogram; explicit ones for percentiles), not_adding_up (bucket counts against the point's count), no_previous_buckets (a cumulative point whose stream's last point had none to subtract); and points that break the data model, counted whatever the outputs: bucket_counts (not one more than the bounds), bounds (not finite and strictly ascending), scale (outside -10 to 20), indices (an exponential bucket outside the finite floats at its scale). They are still in count and sum. [Alpha]",
 		Unit:        "{datapoint}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
@@ -285,6 +285,22 @@ func AssertEqualWindowAggregatorRecords(t *testing.T, tt *componenttest.Telemetr
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualWindowAggregatorSaturatedPoints(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_window_aggregator_saturated_points",
+		Description: "Result data points whose count does not fit, by aggregation: emitted at the greatest value the output holds (count: 2^63-1; a histogram's counts: 2^64-1) instead of wrapping. Only metric inputs that say so (a histogram point's own count) get there. [Alpha]",
+		Unit:        "{datapoint}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_window_aggregator_saturated_points")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualWindowAggregatorSharedSourceRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_shared_source_records",
@@ -320,7 +336,7 @@ func AssertEqualWindowAggregatorTruncatedKeys(t *testing.T, tt *componenttest.Te
 func AssertEqualWindowAggregatorValuesMissing(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_window_aggregator_values_missing",
-		Description: "Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start, no_start). [Alpha]",
+		Description: "Records counted without a value, by reason (missing, not_numeric, not_finite, end_before_start, no_start, negative: a monotonic sum's point below zero). [Alpha]",
 		Unit:        "{record}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -67,6 +67,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.WindowAggregatorMetricPoints.Add(context.Background(), 1)
 	tb.WindowAggregatorOttlErrors.Add(context.Background(), 1)
 	tb.WindowAggregatorRecords.Add(context.Background(), 1)
+	tb.WindowAggregatorSaturatedPoints.Add(context.Background(), 1)
 	tb.WindowAggregatorSharedSourceRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorTruncatedKeys.Add(context.Background(), 1)
 	tb.WindowAggregatorValuesMissing.Add(context.Background(), 1)
@@ -119,6 +120,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorSaturatedPoints(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorSharedSourceRecords(t, testTel,
