@@ -33,6 +33,9 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngestTraces$$' .
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngestLogs$$' .
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngestMetrics$$' .
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzTraceFields$$' .
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzLogFields$$' .
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzMetricFields$$' .
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngest$$' ./processor/stream/
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzUnmarshal$$' ./processor/sketch/
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzDecode$$' ./processor/serieskey/

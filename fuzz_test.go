@@ -1,6 +1,8 @@
 package windowaggregator
 
 import (
+	"bytes"
+	"math"
 	"testing"
 	"time"
 
@@ -50,7 +52,8 @@ func FuzzConfig(f *testing.F) {
 
 // FuzzIngestTraces: arbitrary OTLP trace payloads (tracestates included: spans are weighed by their
 // adjusted count) go through the connector, plain and with OTTL conditions, computed keys and a value
-// expression, without a panic, and every span is accounted for exactly once in the records counter.
+// expression, without a panic, in bounded time, and every span is accounted for exactly once in the
+// records counter.
 func FuzzIngestTraces(f *testing.F) {
 	var m ptrace.ProtoMarshaler
 	for _, td := range []ptrace.Traces{
@@ -71,27 +74,43 @@ func FuzzIngestTraces(f *testing.F) {
 		if err != nil {
 			return
 		}
-		useFakeClock(t)
-		cfg := baseConfig()
-		cfg.AllowedLateness = time.Second
-		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("service.name", "span.name", "k"),
-			Outputs: []string{"count", "sum", "p99", "histogram"}},
-			{Name: "ottl", Signal: "spans", Outputs: []string{"count", "sum"},
-				Where: &WhereConfig{Conditions: []string{`span.kind == SPAN_KIND_SERVER or IsMatch(span.name, "^/x")`,
-					`Int(span.attributes["k"]) > 1`}},
-				GroupBy: []GroupByKey{{Key: "service.name", Default: "none"}, {Key: "route", OTTL: `Concat([span.name, span.attributes["k"]], " ")`},
-					{Key: "k", OTTL: `span.attributes["k"]`, Default: 0}},
-				Value: ValueConfig{OTTL: `Double(span.attributes["size"]) * 2.0`}}}
-		h := newConnectorHarness(t, cfg, true)
-		h.sendTraces(td)
-		h.sendTraces(td) // again: now partly late
-		checkEveryRecordCounted(t, h, 2*td.SpanCount())
-		h.shutdown()
+		checkTracesTaken(t, td)
 	})
 }
 
+// FuzzTraceFields is FuzzIngestTraces on spans built field by field from the input (see recipe).
+func FuzzTraceFields(f *testing.F) {
+	addRecipeSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := &recipe{b: in}
+		checkTracesTaken(t, r.traces())
+	})
+}
+
+// checkTracesTaken sends td twice (the second time partly late) to a connector with plain and OTTL
+// aggregations, each call within a bound of time, and checks that every span is counted once a call.
+func checkTracesTaken(t *testing.T, td ptrace.Traces) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.AllowedLateness = time.Second
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("service.name", "span.name", "k"),
+		Outputs: []string{"count", "sum", "p99", "histogram"}},
+		{Name: "ottl", Signal: "spans", Outputs: []string{"count", "sum"},
+			Where: &WhereConfig{Conditions: []string{`span.kind == SPAN_KIND_SERVER or IsMatch(span.name, "^/x")`,
+				`Int(span.attributes["k"]) > 1`}},
+			GroupBy: []GroupByKey{{Key: "service.name", Default: "none"}, {Key: "route", OTTL: `Concat([span.name, span.attributes["k"]], " ")`},
+				{Key: "k", OTTL: `span.attributes["k"]`, Default: 0}},
+			Value: ValueConfig{OTTL: `Double(span.attributes["size"]) * 2.0`}}}
+	h := newConnectorHarness(t, cfg, true)
+	for range 2 {
+		withinTime(t, td.SpanCount(), h.abandon, func() { h.sendTraces(td) })
+	}
+	checkEveryRecordCounted(t, h, 2*td.SpanCount())
+	h.shutdown()
+}
+
 // FuzzIngestLogs: arbitrary OTLP log payloads go through the connector, weighed by an attribute,
-// without a panic, and every log record is accounted for exactly once.
+// without a panic, in bounded time, and every log record is accounted for exactly once.
 func FuzzIngestLogs(f *testing.F) {
 	var m plog.ProtoMarshaler
 	for _, ld := range []plog.Logs{
@@ -112,21 +131,36 @@ func FuzzIngestLogs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		useFakeClock(t)
-		cfg := baseConfig()
-		cfg.AllowedLateness = time.Second
-		cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "logs", GroupBy: keys("service.name", "severity.text"),
-			Value: ValueConfig{Source: "attribute:size"}, Weight: "attribute:rate", Outputs: []string{"count", "sum", "p99"}},
-			{Name: "ottl", Signal: "logs", Outputs: []string{"count", "sum"},
-				Where:   &WhereConfig{Conditions: []string{`log.severity_number >= SEVERITY_NUMBER_WARN or log.body != ""`}},
-				GroupBy: []GroupByKey{{Key: "first", OTTL: `Split(log.body, " ")`}, {Key: "sev", OTTL: `log.severity_text`, Default: "?"}},
-				Value:   ValueConfig{OTTL: `Int(log.attributes["size"])`}}}
-		h := newConnectorHarness(t, cfg, true)
-		h.sendLogs(ld)
-		h.sendLogs(ld)
-		checkEveryRecordCounted(t, h, 2*ld.LogRecordCount())
-		h.shutdown()
+		checkLogsTaken(t, ld)
 	})
+}
+
+// FuzzLogFields is FuzzIngestLogs on log records built field by field from the input (see recipe).
+func FuzzLogFields(f *testing.F) {
+	addRecipeSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := &recipe{b: in}
+		checkLogsTaken(t, r.logs())
+	})
+}
+
+// checkLogsTaken is checkTracesTaken for logs.
+func checkLogsTaken(t *testing.T, ld plog.Logs) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.AllowedLateness = time.Second
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "logs", GroupBy: keys("service.name", "severity.text"),
+		Value: ValueConfig{Source: "attribute:size"}, Weight: "attribute:rate", Outputs: []string{"count", "sum", "p99"}},
+		{Name: "ottl", Signal: "logs", Outputs: []string{"count", "sum"},
+			Where:   &WhereConfig{Conditions: []string{`log.severity_number >= SEVERITY_NUMBER_WARN or log.body != ""`}},
+			GroupBy: []GroupByKey{{Key: "first", OTTL: `Split(log.body, " ")`}, {Key: "sev", OTTL: `log.severity_text`, Default: "?"}},
+			Value:   ValueConfig{OTTL: `Int(log.attributes["size"])`}}}
+	h := newConnectorHarness(t, cfg, true)
+	for range 2 {
+		withinTime(t, ld.LogRecordCount(), h.abandon, func() { h.sendLogs(ld) })
+	}
+	checkEveryRecordCounted(t, h, 2*ld.LogRecordCount())
+	h.shutdown()
 }
 
 // checkEveryRecordCounted fails t unless the records counter, over all its outcomes, adds up to want.
@@ -142,11 +176,13 @@ func checkEveryRecordCounted(t *testing.T, h *connectorHarness, want int) {
 }
 
 // FuzzIngestMetrics: arbitrary OTLP metric payloads go through the processor, which drops the points
-// it takes, without a panic; every point of a metric the aggregation names is accounted for exactly
-// once (records by outcome, or metric_points for the points taken without a record), and the
-// points removed are exactly those taken.
+// it takes, without a panic and in bounded time; every point of a metric an aggregation names is
+// accounted for exactly once (records by outcome, or metric_points for the points taken without a
+// record), and the points removed are exactly those taken. Its seeds hold the points that once
+// crashed or hung the collector.
 func FuzzIngestMetrics(f *testing.F) {
 	var m pmetric.ProtoMarshaler
+	six := inHist{count: 6, sum: 6, bounds: fuzzBounds, buckets: []uint64{1, 1, 1, 1, 1, 1}}
 	for _, md := range []pmetric.Metrics{
 		inMetrics(inPoint{service: "a", pod: "p", metric: "m", kind: inCounter, start: 1000, t: 1001, v: 3},
 			inPoint{service: "a", pod: "p", metric: "m", kind: inCounter, start: 1000, t: 1002, v: 1},
@@ -155,6 +191,18 @@ func FuzzIngestMetrics(f *testing.F) {
 			hist: &inHist{count: 3, sum: 4, scale: 2, offset: -3, buckets: []uint64{1, 0, 2}}},
 			inPoint{service: "a", pod: "p", metric: "n", kind: inHistogram, t: 1002, hist: &inHist{count: 2, sum: 1, bounds: []float64{0}, buckets: []uint64{1, 1}}},
 			inPoint{service: "a", pod: "p", metric: "n", kind: inSummary, t: 1002, v: 1}),
+		// Once a crash: one bucket count more than the bounds allow; and two of them.
+		inMetrics(inPoint{service: "a", pod: "p", metric: "n", kind: inHistogram, t: 1002, hist: &six},
+			inPoint{service: "a", pod: "q", metric: "n", kind: inHistogram, t: 1002, hist: &inHist{count: 4, sum: 2, bounds: six.bounds, buckets: []uint64{2, 2}}}),
+		// Once hangs: offsets of -2^31, on either side; two points of one series 10^7 buckets apart.
+		inMetrics(inPoint{service: "a", pod: "p", metric: "m", kind: inExponential, t: 1001, hist: &inHist{count: 1, sum: 1, offset: math.MinInt32, buckets: []uint64{1}}},
+			inPoint{service: "a", pod: "q", metric: "m", kind: inExponential, t: 1001, hist: &inHist{count: 1, sum: -1, negOffset: math.MinInt32, negBuckets: []uint64{1}}}),
+		inMetrics(inPoint{service: "a", pod: "p", metric: "m", kind: inExponential, t: 1001, hist: &inHist{count: 1, sum: 1, buckets: []uint64{1}}},
+			inPoint{service: "a", pod: "p", metric: "m", kind: inExponential, t: 1002, hist: &inHist{count: 1, sum: 1, offset: 10_000_000, buckets: []uint64{1}}}),
+		// A value from nothing, a negative increase and a count past int64.
+		inMetrics(inPoint{service: "a", pod: "p", metric: "m", kind: inGauge, t: 1001, unset: true},
+			inPoint{service: "a", pod: "p", metric: "n", kind: inDeltaSum, t: 1001, v: -3},
+			inPoint{service: "a", pod: "q", metric: "n", kind: inHistogram, t: 1002, hist: &inHist{count: 1<<63 + 5, sum: 1, bounds: []float64{1}, buckets: []uint64{1<<63 + 5, 0}}}),
 	} {
 		b, err := m.MarshalMetrics(md)
 		if err != nil {
@@ -168,16 +216,55 @@ func FuzzIngestMetrics(f *testing.F) {
 		if err != nil {
 			return
 		}
-		cfg := baseConfig()
-		cfg.AllowedLateness = time.Second
-		cfg.DropAggregatedInput = true
-		cfg.Aggregations = []AggregationConfig{{Name: "a", Signal: "metrics", Where: &WhereConfig{MetricNames: []string{"m", "n"},
-			Conditions: []string{`datapoint.attributes["k"] != "x" or metric.name == "m"`}},
-			GroupBy: keys("service.name", "k"), Outputs: []string{"count", "sum", "p99", "histogram"}}}
-		listed := 0
-		for i := 0; i < md.ResourceMetrics().Len(); i++ {
-			for j := 0; j < md.ResourceMetrics().At(i).ScopeMetrics().Len(); j++ {
-				sm := md.ResourceMetrics().At(i).ScopeMetrics().At(j)
+		checkMetricsTaken(t, md)
+	})
+}
+
+// FuzzMetricFields is FuzzIngestMetrics on points built field by field from the input (see recipe):
+// every kind, temporality, length, offset, scale, flag and value free.
+func FuzzMetricFields(f *testing.F) {
+	addRecipeSeeds(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := &recipe{b: in}
+		checkMetricsTaken(t, r.metrics())
+	})
+}
+
+// addRecipeSeeds adds inputs that the recipes read as batches of every kind: nothing but zeros,
+// nothing but extremes, and a sweep of byte values.
+func addRecipeSeeds(f *testing.F) {
+	sweep := make([]byte, 512)
+	for i := range sweep {
+		sweep[i] = byte(i * 37)
+	}
+	f.Add([]byte{})
+	f.Add(bytes.Repeat([]byte{0xff}, 256))
+	f.Add(bytes.Repeat([]byte{1, 2, 0xf5, 0xff, 0x80, 0, 3}, 64))
+	f.Add(sweep)
+}
+
+// checkMetricsTaken sends md twice (the second time partly late) to the processor with an
+// exponential (m) and an explicit (n) aggregation, which drops the points it takes, each call within
+// a bound of time, and checks that every listed point is accounted for once a call and that the
+// points removed are those taken.
+func checkMetricsTaken(t *testing.T, md pmetric.Metrics) {
+	cfg := baseConfig()
+	cfg.AllowedLateness = time.Second
+	cfg.DropAggregatedInput = true
+	cfg.Aggregations = []AggregationConfig{{Name: "a", Signal: "metrics", Where: &WhereConfig{MetricNames: []string{"m"},
+		Conditions: []string{`datapoint.attributes["k"] != "x" or metric.name == "m"`}},
+		GroupBy: keys("service.name", "k"), Outputs: []string{"count", "sum", "min", "max", "p99", "histogram"}},
+		{Name: "b", Signal: "metrics", Where: &WhereConfig{MetricNames: []string{"n"}}, GroupBy: keys("service.name"),
+			Outputs:   []string{"count", "sum", "avg", "min", "max", "histogram"},
+			Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{0.1, 0.5, 1, 5}}}}} // fuzzBounds
+	r := startMetrics(t, "processor", cfg, nil)
+	var listed, removed int
+	for range 2 {
+		in := pmetric.NewMetrics()
+		md.CopyTo(in)
+		for i := 0; i < in.ResourceMetrics().Len(); i++ {
+			for j := 0; j < in.ResourceMetrics().At(i).ScopeMetrics().Len(); j++ {
+				sm := in.ResourceMetrics().At(i).ScopeMetrics().At(j)
 				for k := 0; k < sm.Metrics().Len(); k++ {
 					if mt := sm.Metrics().At(k); sm.Scope().Name() != scopeName && (mt.Name() == "m" || mt.Name() == "n") {
 						listed += dataPointCount(mt)
@@ -185,28 +272,29 @@ func FuzzIngestMetrics(f *testing.F) {
 				}
 			}
 		}
-		before := md.DataPointCount()
-		r := startMetrics(t, "processor", cfg, nil)
-		r.send(md)
-		removed := before - md.DataPointCount()
-		counted, taken := int64(0), int64(0)
-		for _, outcome := range []string{"aggregated", "late_updated", "late", "unmatched"} {
-			n := counterValue(t, r.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": outcome})
-			counted += n
-			if outcome == "aggregated" || outcome == "late_updated" {
-				taken += n
-			}
+		before := in.DataPointCount()
+		withinTime(t, before, func() { r.comp = nil }, func() { r.send(in) })
+		removed += before - in.DataPointCount()
+	}
+	counted, taken := int64(0), int64(0)
+	for _, outcome := range []string{"aggregated", "late_updated", "late", "unmatched"} {
+		n := counterValue(t, r.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": outcome})
+		counted += n
+		if outcome == "aggregated" || outcome == "late_updated" {
+			taken += n
 		}
+	}
+	for _, agg := range []string{"a", "b"} {
 		for o := pointBase; o < numPointOutcomes; o++ {
-			n := pointsCounter(t, r.tel, "a", pointOutcomeNames[o])
+			n := pointsCounter(t, r.tel, agg, pointOutcomeNames[o])
 			counted += n
 			if o.held() {
 				taken += n
 			}
 		}
-		if counted != int64(listed) || taken != int64(removed) {
-			t.Fatalf("%d points listed, %d accounted for; %d removed, %d taken", listed, counted, removed, taken)
-		}
-		r.stop()
-	})
+	}
+	if counted != int64(listed) || taken != int64(removed) {
+		t.Fatalf("%d points listed, %d accounted for; %d removed, %d taken", listed, counted, removed, taken)
+	}
+	r.stop()
 }
