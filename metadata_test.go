@@ -111,7 +111,8 @@ func TestMetadataFiles(t *testing.T) {
 	}
 }
 
-// The README lists every metric of metadata.yaml.
+// The README's Self-telemetry section lists every metric of metadata.yaml, by its name after the
+// prefix it states.
 func TestTelemetryIsListedInReadme(t *testing.T) {
 	md := readMetadata(t, "metadata.yaml")
 	if len(md.Telemetry.Metrics) == 0 {
@@ -119,10 +120,25 @@ func TestTelemetryIsListedInReadme(t *testing.T) {
 	}
 	readme, err := os.ReadFile("README.md")
 	must(t, err)
+	_, section, _ := strings.Cut(string(readme), "\n## Self-telemetry\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	const prefix = "window_aggregator_"
+	if !strings.Contains(section, "`otelcol_"+prefix+"`") {
+		t.Fatalf("the README's Self-telemetry section does not state the prefix otelcol_%s", prefix)
+	}
 	for key := range md.Telemetry.Metrics {
-		if name := "otelcol_" + key; !strings.Contains(string(readme), "`"+name+"`") {
-			t.Errorf("README does not list %s", name)
+		if short := strings.TrimPrefix(key, prefix); !strings.Contains(section, "`"+short+"`") {
+			t.Errorf("the README's Self-telemetry section does not list %s", short)
 		}
+	}
+}
+
+// The README stays a user's page at contrib's size: span_metrics' is 28.1 KB.
+func TestReadmeIsContribSize(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	must(t, err)
+	if n := len(readme); n > 28700 {
+		t.Errorf("README.md is %d bytes, more than 28700: move explanations to docs/, figures to bench/README.md", n)
 	}
 }
 
