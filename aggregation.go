@@ -2,12 +2,14 @@ package windowaggregator
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
@@ -48,7 +50,7 @@ type aggregation struct {
 	hasValue  bool
 	weight    weightKind
 	weightKey keyRef    // the weight attribute, with weighAttribute
-	outputs   []emitted // in table order (see outputs.go)
+	outputs   []delivery.Emitted // in table order
 	quantiles []float64
 	histMax   int       // buckets per sign of the exponential histogram output
 	bounds    []float64 // the explicit histogram output's bucket bounds, in the value's unit; nil: exponential
@@ -123,7 +125,7 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 		c.computed = c.computed || ck.expr != nil || ck.hasDef
 		c.groupBy = append(c.groupBy, ref)
 	}
-	c.stampsInstance = stampsInstance(c)
+	c.stampsInstance = !slices.ContainsFunc(c.groupBy, func(k keyRef) bool { return k.name == delivery.InstanceKey })
 	switch {
 	case a.isDuration():
 		c.duration, c.hasValue = true, true
@@ -152,7 +154,7 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 		c.weight, c.weightKey = weighAttribute, newKeyRef(strings.TrimPrefix(w, valueAttributePrefix), sg)
 	}
 	var err error
-	if c.outputs, c.quantiles, err = compileOutputs(a.outputs()); err != nil {
+	if c.outputs, c.quantiles, err = delivery.Compile(a.outputs()); err != nil {
 		return nil, fmt.Errorf("aggregation %q: %w", a.Name, err)
 	}
 	if h := a.Histogram; h != nil && h.Explicit != nil {
@@ -160,7 +162,7 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 			return nil, fmt.Errorf("aggregation %q: histogram.explicit.buckets: %w", a.Name, err)
 		}
 	}
-	if c.exemplars = a.Exemplars.perPoint(); c.exemplars > 0 && !c.hasOutput(outputHistogram) {
+	if c.exemplars = a.Exemplars.perPoint(); c.exemplars > 0 && !c.hasOutput(delivery.Histogram) {
 		c.exemplars = 1 // the max gauge's alone
 	}
 	return c, nil
@@ -192,9 +194,22 @@ func (c *aggregation) fields() uint32 {
 
 // engineAggregation is what the engine keeps for this aggregation.
 func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
-	hist := c.hasOutput(outputHistogram)
+	hist := c.hasOutput(delivery.Histogram)
 	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: hist && c.bounds == nil, Bounds: c.bounds,
 		Exemplars: c.exemplars}
+}
+
+// hasOutput reports whether the aggregation emits the output named name (a row's name).
+func (c *aggregation) hasOutput(name string) bool { return delivery.Has(c.outputs, name) }
+
+// delivered describes the aggregation for delivery: what to build of its results, for which sinks.
+func (c *aggregation) delivered() *delivery.Aggregation {
+	keys := make([]string, len(c.groupBy))
+	for i, k := range c.groupBy {
+		keys[i] = k.name
+	}
+	return &delivery.Aggregation{Name: c.name, Input: c.signal.input, Record: c.signal.record, GroupBy: keys, Outputs: c.outputs,
+		Bounds: c.bounds, HistMax: c.histMax, StampsInstance: c.stampsInstance, Unit: c.outputUnit, MonotonicSum: c.monotonicSum}
 }
 
 // outputUnit is the unit of its value outputs: a metrics aggregation's input's, else the configured

@@ -17,8 +17,6 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // benchTraces builds batches of 1000 spans over 10 services x 20 span names x 4 methods (800 series),
@@ -98,56 +96,6 @@ func BenchmarkConnectorTraces(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/span")
-		})
-	}
-}
-
-// BenchmarkMetricsBuilder is the cost of turning one window's results into pdata: 800 series (10
-// services from the resource x 20 span names x 4 methods) with [count, avg, p50, p95, p99, max], then
-// with [count, sum, histogram]. It reports ns and allocs per series.
-func BenchmarkMetricsBuilder(b *testing.B) {
-	for _, outputs := range [][]string{{"count", "avg", "p50", "p95", "p99", "max"}, {"count", "sum", "histogram"}} {
-		b.Run(fmt.Sprint(outputs), func(b *testing.B) {
-			cfgs := []AggregationConfig{{Name: "http", Signal: "spans",
-				GroupBy: keys("service.name", "span.name", "http.request.method"), Outputs: outputs}}
-			agg, err := compileAggregation(0, cfgs[0], validationSettings)
-			if err != nil {
-				b.Fatal(err)
-			}
-			hist := sketch.New(sketch.DefaultScale, sketch.DefaultMaxBuckets)
-			for i := range 100 {
-				hist.Insert(float64(1 + i*i))
-			}
-			var results []stream.Result
-			var kb serieskey.Builder
-			for svc := range 10 {
-				for name := range 20 {
-					for _, m := range []string{"GET", "POST", "PUT", "DELETE"} {
-						kb.Reset()
-						kb.Str(serieskey.Resource, fmt.Sprintf("service-%02d", svc))
-						kb.Str(serieskey.Record, fmt.Sprintf("/api/v1/resource-%02d/{id}", name))
-						kb.Str(serieskey.Record, m)
-						r := stream.Result{Key: string(kb.Key()), Start: 60e9, End: 120e9, Count: 75, Sum: 4000,
-							ValueCount: 75, WindowValueCount: 75, Avg: 53, Min: 1, Max: 900, Quantiles: []float64{40, 300, 800},
-							HasWindow: true, HasPoint: true, Point: stream.Point{Start: 60e9, Count: 75, ValueCount: 75, Sum: 4000}}
-						if agg.hasOutput(outputHistogram) {
-							r.Hist, r.Point.Hist = hist, hist
-						}
-						results = append(results, r)
-					}
-				}
-			}
-			mb := newMetricsBuilder([]*aggregation{agg}, "bench", pmetric.AggregationTemporalityCumulative)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				for i := range results {
-					mb.add(&results[i])
-				}
-				mb.take()
-			}
-			n := float64(b.N * len(results))
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/series")
 		})
 	}
 }
@@ -252,7 +200,7 @@ func BenchmarkCheckpoint10kSeries(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		s.storage.save(context.Background())
+		s.storage.Save(context.Background())
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(len(st.data[checkpointKey])), "checkpoint-bytes")
@@ -284,7 +232,7 @@ func BenchmarkIngestDuringCheckpoints(b *testing.B) {
 						return
 					default:
 					}
-					s.storage.save(context.Background())
+					s.storage.Save(context.Background())
 					saves++
 				}
 			}()

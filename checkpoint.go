@@ -46,8 +46,8 @@ type checkpointer struct {
 	snap    []byte // the engine's last snapshot, whose buffer the next one reuses (under mu)
 }
 
-// durable reports whether checkpoints are being written.
-func (c *checkpointer) durable() bool { return c.isOpen.Load() && !c.failing.Load() }
+// Durable reports whether checkpoints are being written: the emitter's delivery.Durability.
+func (c *checkpointer) Durable() bool { return c.isOpen.Load() && !c.failing.Load() }
 
 func newCheckpointer(s *shared) *checkpointer { return &checkpointer{s: s} }
 
@@ -166,45 +166,23 @@ func (c *checkpointer) encode() (data []byte, seq uint64) {
 	s := c.s
 	fp := c.fingerprint()
 	// The metric inputs' gate first: no metrics batch may move a stream's base between its snapshot
-	// and the engine's, which would hold the increase measured from it, or the reverse. Then the
-	// emitter's lock: no emission may collect the engine's pending results between the snapshot (which
-	// holds them) and the queue (which would then hold them too).
+	// and the engine's, which would hold the increase measured from it, or the reverse. The engine's
+	// snapshot under the emitter's lock (Emitter.Checkpoint): no emission may collect the engine's
+	// pending results between the snapshot (which holds them) and the queue (which would then hold
+	// them too).
 	in := s.inputs
 	in.gate.Lock()
 	in.mu.Lock()
 	inputs := in.appendTo(nil)
 	in.mu.Unlock()
-	em := s.emitter
-	em.mu.Lock()
-	c.snap = s.engine.Snapshot(c.snap[:0])
-	in.gate.Unlock()
-	seq = em.nextSeq
-	type queued struct {
-		input int
-		raw   []byte
-	}
-	batches := make([]queued, 0, len(em.queue))
+	batches, seq := s.emitter.Checkpoint(func() {
+		c.snap = s.engine.Snapshot(c.snap[:0])
+		in.gate.Unlock()
+	})
 	size := len(checkpointMagic) + 1 + 5*binary.MaxVarintLen64 + len(fp) + len(s.instance) + len(c.snap) + len(inputs) + crc32.Size
-	var m pmetric.ProtoMarshaler
-	for i := range em.queue {
-		p := &em.queue[i]
-		if p.raw == nil {
-			// A batch is encoded once, at the first checkpoint that holds it, which is before it is
-			// sent while storage is durable. One being sent without (storage was failing) is left
-			// out: encoding it would read what its consumer may be changing.
-			if em.hasInFlight && p.md == em.inFlight {
-				continue
-			}
-			raw, err := m.MarshalMetrics(p.md)
-			if err != nil { // cannot happen for pdata built here; keep the rest
-				continue
-			}
-			p.raw = raw
-		}
-		batches = append(batches, queued{p.to.input, p.raw})
-		size += 2*binary.MaxVarintLen64 + len(p.raw)
+	for _, q := range batches {
+		size += 2*binary.MaxVarintLen64 + len(q.Raw)
 	}
-	em.mu.Unlock()
 	b := make([]byte, 0, size)
 	b = append(append(b, checkpointMagic...), checkpointVersion)
 	b = binary.AppendUvarint(b, uint64(len(fp)))
@@ -217,9 +195,9 @@ func (c *checkpointer) encode() (data []byte, seq uint64) {
 	b = append(b, inputs...)
 	b = binary.AppendUvarint(b, uint64(len(batches)))
 	for _, q := range batches {
-		b = binary.AppendUvarint(b, uint64(q.input))
-		b = binary.AppendUvarint(b, uint64(len(q.raw)))
-		b = append(b, q.raw...)
+		b = binary.AppendUvarint(b, uint64(q.Input))
+		b = binary.AppendUvarint(b, uint64(len(q.Raw)))
+		b = append(b, q.Raw...)
 	}
 	if cap(c.snap) > 4*len(c.snap)+64<<10 { // after a peak of series: let the memory go
 		c.snap = nil
@@ -269,11 +247,11 @@ func (c *checkpointer) decode(b []byte) error {
 	if !ok {
 		return errCheckpointCorrupt
 	}
-	inputs, ok := next()
+	streams, ok := next()
 	if !ok {
 		return errCheckpointCorrupt
 	}
-	restoreInputs, err := s.inputs.decode(inputs)
+	restoreInputs, err := s.inputs.decode(streams)
 	if err != nil {
 		return err
 	}
@@ -282,11 +260,8 @@ func (c *checkpointer) decode(b []byte) error {
 		return errCheckpointCorrupt
 	}
 	b = b[w:]
-	type queued struct {
-		input int
-		md    pmetric.Metrics
-	}
-	var batches []queued
+	var inputs []int
+	var batches []pmetric.Metrics
 	var u pmetric.ProtoUnmarshaler
 	for range nq {
 		input, w := binary.Uvarint(b)
@@ -302,7 +277,7 @@ func (c *checkpointer) decode(b []byte) error {
 		if err != nil {
 			return fmt.Errorf("checkpoint: queued results: %w", err)
 		}
-		batches = append(batches, queued{int(input), md})
+		inputs, batches = append(inputs, int(input)), append(batches, md)
 	}
 	if len(b) != 0 {
 		return errCheckpointCorrupt
@@ -318,23 +293,15 @@ func (c *checkpointer) decode(b []byte) error {
 			zap.String("checkpoint", id), zap.String("collector", s.instance))
 		s.setInstance(id)
 	}
-	em := s.emitter
-	em.mu.Lock()
-	defer em.mu.Unlock()
-	for _, q := range batches {
-		if to := s.sinksFor(q.input); len(to) > 0 {
-			em.enqueue(context.Background(), to[0], q.md, q.md.DataPointCount())
-		}
-	}
-	em.checkpointed = em.nextSeq // restored from a checkpoint: held by it
+	s.emitter.Restore(inputs, batches)
 	return nil
 }
 
-// save writes a checkpoint; a failure is logged and counted, and the next save tries again. The
+// Save writes a checkpoint; a failure is logged and counted, and the next save tries again. The
 // batches the checkpoint holds are released for delivery once the storage has taken it. While saves
 // fail, the state is not durable: results go out without waiting for a checkpoint, as when storage
 // cannot be opened, rather than pile up until the bound drops them.
-func (c *checkpointer) save(ctx context.Context) {
+func (c *checkpointer) Save(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.client == nil && (c.ext == nil || !c.open(ctx)) {
@@ -346,15 +313,12 @@ func (c *checkpointer) save(ctx context.Context) {
 		c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
 		c.s.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
 		c.failing.Store(true)
-		em.wakeDelivery()
+		em.WakeDelivery()
 		return
 	}
-	em.mu.Lock()
-	em.checkpointed = max(em.checkpointed, seq)
-	em.mu.Unlock()
 	c.failing.Store(false)
 	c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
-	em.wakeDelivery()
+	em.Checkpointed(seq)
 }
 
 func (c *checkpointer) shutdown(ctx context.Context) error {

@@ -123,7 +123,7 @@ func TestFailedSaveDeliversWithoutDurability(t *testing.T) {
 		t.Errorf("%d requests delivered while saves fail, want the 1 of [0,10)", n)
 	}
 	wantCounter(t, h.tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "save_failed"}, 1)
-	if lookup(t).storage.durable() {
+	if lookup(t).storage.Durable() {
 		t.Error("durable while saves fail")
 	}
 	st.mu.Lock()
@@ -133,7 +133,7 @@ func TestFailedSaveDeliversWithoutDurability(t *testing.T) {
 	if n := len(h.metrics.AllMetrics()); n != 2 {
 		t.Errorf("%d requests delivered after saves recovered, want 2", n)
 	}
-	if !lookup(t).storage.durable() {
+	if !lookup(t).storage.Durable() {
 		t.Error("not durable after a save succeeded")
 	}
 	st.mu.Lock()

@@ -47,7 +47,7 @@ func TestCheckpointsDuringConcurrentIngest(t *testing.T) {
 	set.TelemetrySettings = componenttest.NewNopTelemetrySettings()
 	n := 0
 	for ; n < 60; n++ {
-		s.storage.save(context.Background())
+		s.storage.Save(context.Background())
 		st.mu.Lock()
 		cp := append([]byte(nil), st.data[checkpointKey]...)
 		st.mu.Unlock()

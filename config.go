@@ -12,6 +12,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
@@ -490,18 +491,18 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 			bad("outputs", "%q listed twice", o)
 		}
 		outs[o] = true
-		def := lookupOutput(o)
+		def := delivery.Lookup(o)
 		if def == nil {
-			bad("outputs", "unknown output %q (want one of %s)", o, outputNames())
+			bad("outputs", "unknown output %q (want one of %s)", o, delivery.Names())
 			continue
 		}
-		if def.needsValue && !hasValue {
+		if def.NeedsValue() && !hasValue {
 			bad("outputs", "%q needs a value; set value: attribute:<key>", o)
 		}
 	}
 	if h := a.Histogram; h != nil {
 		switch {
-		case !outs[outputHistogram]:
+		case !outs[delivery.Histogram]:
 			bad("histogram", "applies to the histogram output only")
 		case h.Exponential != nil && h.Explicit != nil:
 			bad("histogram", "set exponential or explicit, not both")
@@ -519,7 +520,7 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 		switch {
 		case !sg.exemplars:
 			bad("exemplars", "applies to spans only")
-		case !outs[outputHistogram] && !outs[outputMax]:
+		case !outs[delivery.Histogram] && !outs[delivery.Max]:
 			bad("exemplars", "go on the histogram and max outputs; this aggregation has neither")
 		}
 	}
@@ -593,7 +594,7 @@ func (a *AggregationConfig) isDuration() bool {
 // outputs returns the configured outputs, or the default [count].
 func (a *AggregationConfig) outputs() []string {
 	if len(a.Outputs) == 0 {
-		return []string{outputCount}
+		return []string{delivery.Count}
 	}
 	return a.Outputs
 }

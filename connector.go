@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
 )
 
 // What every instance has, of both forms. The collector builds a connector instance per (input,
@@ -19,13 +21,13 @@ var connectorCapabilities = consumer.Capabilities{MutatesData: false}
 // instance that ingests records the input signal it is a feed of (see shared.addFeed).
 type instance struct {
 	s         *shared
-	sink      *sink
+	sink      *delivery.Sink
 	feed      int // the input it ingests, or -1
 	connector bool
 }
 
 // newInstance makes an instance, registering it as a feed of input (-1: none).
-func newInstance(s *shared, k *sink, feed int, connector bool) instance {
+func newInstance(s *shared, k *delivery.Sink, feed int, connector bool) instance {
 	if feed >= 0 {
 		s.addFeed(feed, connector)
 	}

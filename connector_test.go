@@ -2,14 +2,15 @@ package windowaggregator
 
 import (
 	"context"
-	"go.opentelemetry.io/collector/connector/connectortest"
-	"go.opentelemetry.io/collector/consumer/consumertest"
-	"go.opentelemetry.io/collector/processor/processortest"
 	"maps"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/processor/processortest"
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -322,7 +323,7 @@ func TestIdleTimeoutFiresOnTheTicker(t *testing.T) {
 	h := newConnectorHarness(t, cfg, false)
 	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 10}))
 	clk.Advance(31 * time.Second)
-	lookup(t).emitter.emit(context.Background(), false) // a collection and a delivery, as at each tick
+	lookup(t).emit(context.Background(), false) // a collection and a delivery, as at each tick
 	wantPoint(t, points(h.metrics.AllMetrics()), "lat.count", attrsAX, 0, 10, 1)
 }
 

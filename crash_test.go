@@ -74,7 +74,7 @@ func TestCrashAtAnyDeliveryNeverChangesADeliveredValue(t *testing.T) {
 			sink.batch.Store(int64(b))
 			h.sendTraces(traces(stream[b]...))
 			if b%5 == 4 {
-				lookup(t).storage.save(context.Background())
+				lookup(t).storage.Save(context.Background())
 			}
 		}
 		h.shutdown()

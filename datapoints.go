@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
@@ -261,10 +262,10 @@ func (rd *metricReader) distribution(h histogramHead, buckets []uint64, sk *sket
 
 // feedsHistogram reports whether the aggregation has a histogram output; feedsSketch whether it
 // keeps a sketch (an exponential histogram output, or percentiles).
-func (a *aggregation) feedsHistogram() bool { return a.hasOutput(outputHistogram) }
+func (a *aggregation) feedsHistogram() bool { return a.hasOutput(delivery.Histogram) }
 
 func (a *aggregation) feedsSketch() bool {
-	return len(a.quantiles) > 0 || a.bounds == nil && a.hasOutput(outputHistogram)
+	return len(a.quantiles) > 0 || a.bounds == nil && a.hasOutput(delivery.Histogram)
 }
 
 func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd {

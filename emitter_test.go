@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
 )
 
 // hangingMetrics blocks its first request until released, and counts the data points it took.
@@ -69,7 +71,7 @@ func TestHangingConsumerDoesNotBlockIngest(t *testing.T) {
 	// The same batches to a consumer that never hangs: the points to account for.
 	ref := newHangingMetrics()
 	close(ref.release)
-	refRun := run(ref, func(int) { lookup(t).emitter.settle() })
+	refRun := run(ref, func(int) { lookup(t).settle() })
 	must(t, refRun.c.Shutdown(context.Background()))
 	// Batch i closes [10i, 10i+10); the last span's window, [300, 310), fires at shutdown: 31 windows
 	// of one series, 7 outputs each.
@@ -79,7 +81,7 @@ func TestHangingConsumerDoesNotBlockIngest(t *testing.T) {
 	}
 
 	hang := newHangingMetrics()
-	em := (*emitter)(nil)
+	var em *delivery.Emitter
 	ingested := make(chan started)
 	go func() {
 		ingested <- run(hang, func(i int) {
@@ -95,10 +97,8 @@ func TestHangingConsumerDoesNotBlockIngest(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("ingest blocked behind the hanging consumer")
 	}
-	em.collect(context.Background()) // what the component's goroutine does on its own
-	em.mu.Lock()
-	queued := em.queuedPoints
-	em.mu.Unlock()
+	em.Collect(context.Background()) // what the component's goroutine does on its own
+	queued := em.Pending()
 	if queued > cfg.Emit.MaxPendingPoints {
 		t.Fatalf("%d points queued while the consumer hangs, over emit.max_pending_points %d", queued, cfg.Emit.MaxPendingPoints)
 	}

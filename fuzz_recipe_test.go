@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/windowaggregator/windowaggregator/internal/metadata"
 )
 
 // A fuzz input read as a recipe: the shape and every field of a batch, chosen by the input's bytes,
@@ -149,7 +151,7 @@ func (r *recipe) metrics() pmetric.Metrics {
 		for range 1 + r.pick(2) {
 			sm := rm.ScopeMetrics().AppendEmpty()
 			if r.pick(8) == 0 {
-				sm.Scope().SetName(scopeName) // results: never input
+				sm.Scope().SetName(metadata.ScopeName) // results: never input
 			}
 			for range 1 + r.pick(4) {
 				r.metric(sm.Metrics().AppendEmpty())

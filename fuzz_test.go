@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
@@ -266,8 +267,8 @@ func checkMetricsTaken(t *testing.T, md pmetric.Metrics) {
 			for j := 0; j < in.ResourceMetrics().At(i).ScopeMetrics().Len(); j++ {
 				sm := in.ResourceMetrics().At(i).ScopeMetrics().At(j)
 				for k := 0; k < sm.Metrics().Len(); k++ {
-					if mt := sm.Metrics().At(k); sm.Scope().Name() != scopeName && (mt.Name() == "m" || mt.Name() == "n") {
-						listed += dataPointCount(mt)
+					if mt := sm.Metrics().At(k); sm.Scope().Name() != metadata.ScopeName && (mt.Name() == "m" || mt.Name() == "n") {
+						listed += pointsOf(mt)
 					}
 				}
 			}
@@ -297,4 +298,11 @@ func checkMetricsTaken(t *testing.T, md pmetric.Metrics) {
 		t.Fatalf("%d points listed, %d accounted for; %d removed, %d taken", listed, counted, removed, taken)
 	}
 	r.stop()
+}
+
+// pointsOf is the number of data points of metric m.
+func pointsOf(m pmetric.Metric) int {
+	md := pmetric.NewMetrics()
+	m.CopyTo(md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty())
+	return md.DataPointCount()
 }

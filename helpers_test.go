@@ -21,9 +21,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/windowaggregator/windowaggregator/processor/clock"
 )
 
 const s = int64(time.Second)
@@ -420,15 +421,15 @@ func counterSum(t *testing.T, tel *componenttest.Telemetry, name string, attrs m
 
 // settle does what the component's goroutines do after an ingest call, and waits for it: collects
 // what fired, if anything is due, and delivers the queue. Tests read the sinks after it.
-func (em *emitter) settle() {
-	if em.s.engine.Due(em.s.engine.Now()) {
-		em.collect(context.Background())
+func (s *shared) settle() {
+	if s.engine.Due(s.engine.Now()) {
+		s.emitter.Collect(context.Background())
 	}
-	if em.s.storage != nil { // a checkpoint the component's goroutine is writing holds what it fired
-		em.s.storage.mu.Lock()
-		em.s.storage.mu.Unlock() //nolint:staticcheck // waiting for it, not guarding anything
+	if s.storage != nil { // a checkpoint the component's goroutine is writing holds what it fired
+		s.storage.mu.Lock()
+		s.storage.mu.Unlock() //nolint:staticcheck // waiting for it, not guarding anything
 	}
-	em.send(context.Background(), false)
+	s.emitter.Send(context.Background(), false)
 }
 
 // settleAll settles every component state the test made.
@@ -441,7 +442,7 @@ func settleAll(t *testing.T) {
 	}
 	registryMu.Unlock()
 	for _, s := range states {
-		s.emitter.settle()
+		s.settle()
 	}
 }
 
@@ -460,9 +461,9 @@ func inParallel(n int, fn func(g int)) {
 
 // emit collects what the engine has fired and delivers it at once, as the component's goroutines do
 // in turn; force tries a request in backoff too.
-func (em *emitter) emit(ctx context.Context, force bool) {
-	em.collect(ctx)
-	em.send(ctx, force)
+func (s *shared) emit(ctx context.Context, force bool) {
+	s.emitter.Collect(ctx)
+	s.emitter.Send(ctx, force)
 }
 
 // keys is a group_by of plain keys.

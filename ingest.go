@@ -401,7 +401,7 @@ func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
 	}
 	run.sc.release() // run is part of the scratch: not to be read after this
 	if s.engine.Due(now) {
-		s.emitter.poke()
+		s.emitter.Poke()
 	}
 	return err
 }

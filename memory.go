@@ -1,6 +1,10 @@
 package windowaggregator
 
-import "go.uber.org/zap"
+import (
+	"go.uber.org/zap"
+
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
+)
 
 // The memory formula of the README, per aggregation:
 //
@@ -52,7 +56,7 @@ const (
 func pendingPointEstimate(a *aggregation) int64 {
 	exemplars := pendingExemplarBytes * int64(a.exemplars) // the histogram's, or the max gauge's one
 	switch {
-	case !a.hasOutput(outputHistogram):
+	case !a.hasOutput(delivery.Histogram):
 		return pendingPointBytes + exemplars
 	case a.bounds != nil:
 		return pendingPointBytes + explicitBucketBytes*int64(len(a.bounds)+1) + exemplars
@@ -74,7 +78,7 @@ func panesPerSeries(cfg *Config) int64 {
 // memoryEstimate is the formula for one aggregation, in bytes.
 func memoryEstimate(cfg *Config, a *aggregation) int64 {
 	revise := cfg.LateFirings == lateRevise
-	exponential := a.hasOutput(outputHistogram) && a.bounds == nil
+	exponential := a.hasOutput(delivery.Histogram) && a.bounds == nil
 	var sketch, counts, accrual int64
 	if exponential || len(a.quantiles) > 0 {
 		sketch = assumedSketch

@@ -100,9 +100,8 @@ func TestMetadataFiles(t *testing.T) {
 			t.Errorf("%s declares telemetry: the component's telemetry is declared in metadata.yaml only", path)
 		}
 	}
-	if metadata.Type != Type || metadata.DeprecatedType != aliasType || metadata.ScopeName != scopeName {
-		t.Errorf("generated status %v %v %q, want %v %v %q (regenerate: make generate)",
-			metadata.Type, metadata.DeprecatedType, metadata.ScopeName, Type, aliasType, scopeName)
+	if metadata.Type != Type || metadata.DeprecatedType != aliasType {
+		t.Errorf("generated status %v %v, want %v %v (regenerate: make generate)", metadata.Type, metadata.DeprecatedType, Type, aliasType)
 	}
 	f := NewFactory()
 	if f.TracesStability() != metadata.TracesStability || f.LogsStability() != metadata.LogsStability ||

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor"
 
+	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
@@ -312,7 +313,7 @@ func walkTaken(md pmetric.Metrics, sa *signalAggs, resource func(pmetric.Resourc
 
 // isInput reports whether the metrics of sm may be input: not window results (of this component or
 // another window_aggregator), whatever their names.
-func isInput(sm pmetric.ScopeMetrics) bool { return sm.Scope().Name() != scopeName }
+func isInput(sm pmetric.ScopeMetrics) bool { return sm.Scope().Name() != metadata.ScopeName }
 
 // stagePoints stages each point of the view's metric for aggregations aggs.
 func (rd *metricReader) stagePoints(run *ingestRun, aggs []*aggregation, in *metricInputs) {

@@ -70,7 +70,7 @@ func TestACheckpointTakenDuringMetricIngestIsConsistent(t *testing.T) {
 			go func() { wg.Wait(); close(done) }()
 			var mid []byte // the checkpoint of a moment in the middle of the ingest
 			for k := 0; ; k++ {
-				s.storage.save(context.Background())
+				s.storage.Save(context.Background())
 				st.mu.Lock()
 				if k == 2+trial || mid == nil {
 					mid = slices.Clone(st.data[checkpointKey])

@@ -92,14 +92,14 @@ func TestRetryableEmitErrorKeepsResultsUntilTheConsumerRecovers(t *testing.T) {
 		h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: float64(10*i + 1), ms: 1}, spanSpec{service: "a", name: "/x", end: float64(10*i + 10), ms: 1}))
 	}
 	st := lookup(t)
-	if n := st.emitter.pendingPoints(); n != 14 {
+	if n := st.emitter.Pending(); n != 14 {
 		t.Fatalf("%d points pending, want the 2 batches of 7 that emit.max_pending_points = 14 holds", n)
 	}
 	if n, _ := gaugeValue(t, h.tel, "otelcol_window_aggregator_pending_points", "", ""); n != 14 {
 		t.Fatalf("pending_points gauge reads %v, want 14", n)
 	}
 	next.setErr(nil)
-	st.emitter.emit(context.Background(), true) // a retry, past the backoff
+	st.emit(context.Background(), true) // a retry, past the backoff
 	ps := points(next.sink.AllMetrics())
 	// Windows [0,10) ({1}) and [10,20) were dropped when the queue was full; [20,30) ({20, 21}) and
 	// [30,40) ({30, 31}) are delivered.
@@ -119,7 +119,7 @@ func TestPermanentEmitErrorDropsAndCounts(t *testing.T) {
 	next := &flakyMetrics{err: consumererror.NewPermanent(errors.New("bad data"))}
 	h := newConnectorHarnessTo(t, latencyConfig(), next)
 	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 1}, spanSpec{service: "a", name: "/x", end: 11, ms: 1}))
-	if n := lookup(t).emitter.pendingPoints(); n != 0 {
+	if n := lookup(t).emitter.Pending(); n != 0 {
 		t.Fatalf("%d points kept after a permanent error", n)
 	}
 	// 1 window x 7 outputs = 7 points

@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
+	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/processor/clock"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
@@ -33,7 +35,7 @@ type shared struct {
 
 	engine  *stream.Engine
 	tel     *telemetry
-	emitter *emitter
+	emitter *delivery.Emitter
 	// instance is the service.instance.id that output resources carry: the collector's, or the one
 	// of the restored checkpoint (see checkpointer.decode); "" for none
 	instance string
@@ -50,7 +52,6 @@ type shared struct {
 	mu        sync.Mutex
 	instances int // created and not yet shut down
 	started   bool
-	sinks     []*sink
 	// The feeds of each input signal that are still running (see addFeed), and the aggregations
 	// whose windows were fired as they stood at shutdown.
 	connectorFeeds [numInputs]int
@@ -100,7 +101,7 @@ func acquire(ctx context.Context, set component.TelemetrySettings, id component.
 // collector fills in, with a new UUID at each start unless service::telemetry::resource sets one);
 // "" if there is none.
 func instanceID(res pcommon.Resource) string {
-	v, ok := res.Attributes().Get(instanceKey)
+	v, ok := res.Attributes().Get(delivery.InstanceKey)
 	if !ok {
 		return ""
 	}
@@ -111,9 +112,7 @@ func instanceID(res pcommon.Resource) string {
 // restore in the first Start, before the component's goroutines run.
 func (s *shared) setInstance(id string) {
 	s.instance = id
-	for _, b := range s.emitter.builders {
-		b.instance = id
-	}
+	s.emitter.SetInstance(id)
 }
 
 func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, clk clock.Clock) (*shared, error) {
@@ -145,22 +144,24 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		return nil, err
 	}
 	s.inputs = newMetricInputs(s.aggs, cfg.MaxInputStreams)
-	s.emitter = newEmitter(s)
-	v := moduleVersion()
 	t := pmetric.AggregationTemporalityDelta
 	if cfg.Temporality == temporalityCumulative {
 		t = pmetric.AggregationTemporalityCumulative
 	}
-	for i := range s.emitter.builders {
-		s.emitter.builders[i] = newMetricsBuilder(s.aggs, v, t)
-		s.emitter.builders[i].maxPoints = cfg.Emit.MaxPointsPerSend
+	described := make([]*delivery.Aggregation, len(s.aggs))
+	for i, a := range s.aggs {
+		described[i] = a.delivered()
 	}
+	s.emitter = delivery.New(delivery.Config{Interval: cfg.Emit.Interval, MaxPendingPoints: cfg.Emit.MaxPendingPoints,
+		MaxPointsPerSend: cfg.Emit.MaxPointsPerSend, Temporality: t, Version: moduleVersion(), Inputs: numInputs},
+		described, s.engine, s.tel.TelemetryBuilder, s.logger)
 	s.setInstance(instanceID(set.Resource))
 	if err := s.tel.observe(s); err != nil {
 		return nil, err
 	}
 	if cfg.Storage != nil {
 		s.storage = newCheckpointer(s)
+		s.emitter.SetDurability(s.storage)
 	}
 	return s, nil
 }
@@ -169,84 +170,32 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 func moduleVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
-			if d.Path == scopeName {
+			if d.Path == metadata.ScopeName {
 				if d.Replace != nil && d.Replace.Version != "" {
 					return d.Replace.Version
 				}
 				return d.Version
 			}
 		}
-		if bi.Main.Path == scopeName && bi.Main.Version != "" {
+		if bi.Main.Path == metadata.ScopeName && bi.Main.Version != "" {
 			return bi.Main.Version
 		}
 	}
 	return "devel"
 }
 
-// addSink registers a metrics output.
-func (s *shared) addSink(next consumer.Metrics, input int) *sink {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := &sink{next: next, input: input}
-	s.sinks = append(s.sinks, k)
-	return k
-}
-
-// sinksFor returns the running sinks that take results of aggregations on input: those fed by the
-// same signal (or the processor's), else, when there is none, every running sink.
-func (s *shared) sinksFor(input int) []*sink {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sinksForLocked(input, nil)
-}
-
-// sinksForLocked is sinksFor without the one sink except (under mu).
-func (s *shared) sinksForLocked(input int, except *sink) []*sink {
-	return s.pickSinks(input, func(k *sink) bool { return !k.stopped && k != except })
-}
-
-// pickSinks returns, of the sinks that keep accepts, those that take results of input, else all of
-// them (under mu).
-func (s *shared) pickSinks(input int, keep func(*sink) bool) []*sink {
-	var match, all []*sink
-	for _, k := range s.sinks {
-		if !keep(k) {
-			continue
-		}
-		all = append(all, k)
-		if k.input == input || k.input == inputAny {
-			match = append(match, k)
-		}
-	}
-	if len(match) > 0 {
-		return match
-	}
-	return all
-}
-
-// checkpointSinkFor returns the sink, stopped or not, that a checkpoint keeps results of input for:
-// one that takes them, else the first.
-func (s *shared) checkpointSinkFor(input int) *sink {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pickSinks(input, func(*sink) bool { return true })[0]
-}
-
-// hasSinks reports whether any metrics output was ever registered.
-func (s *shared) hasSinks() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sinks) > 0
+// addSink registers a metrics output taking the results of input.
+func (s *shared) addSink(next consumer.Metrics, input int) *delivery.Sink {
+	return s.emitter.AddSink(next, input)
 }
 
 // start runs with every instance's Start; the first one restores state and starts the ticker. It
-// holds no lock while restoring: the restore takes the emitter's lock, which is taken before s.mu.
+// holds no lock while restoring (see the lock order in doc.go).
 func (s *shared) start(ctx context.Context, host component.Host) error {
-	s.mu.Lock()
-	if len(s.sinks) == 0 {
-		s.mu.Unlock()
+	if !s.emitter.HasSinks() {
 		return fmt.Errorf("%s: no metrics pipeline takes its results: add it to a metrics pipeline (as a connector: as a receiver of one; as a processor: to one's processors)", s.id)
 	}
+	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()
 		return nil
@@ -270,13 +219,13 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 }
 
 // tick is the component's goroutine: it collects what fired when the ingest path asks (see
-// emitter.poke), and on the emit interval applies the idle rule, collects late firings, retries
-// deliveries and checkpoints. Deliveries run in a goroutine of their own (emitter.deliveryLoop), so
-// that a stalled consumer holds up neither.
+// Emitter.Poke), and on the emit interval applies the idle rule, collects late firings, retries
+// deliveries and checkpoints. Deliveries run in a goroutine of their own (Emitter.Run), so that a
+// stalled consumer holds up neither.
 func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	delivered := make(chan struct{})
-	go s.emitter.deliveryLoop(stop, delivered)
+	go s.emitter.Run(stop, delivered)
 	defer func() { <-delivered }()
 	t := time.NewTicker(s.cfg.Emit.Interval)
 	defer t.Stop()
@@ -292,12 +241,12 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 		select {
 		case <-stop:
 			return
-		case <-s.emitter.wake:
-			s.emitter.collect(context.Background())
+		case <-s.emitter.Wake():
+			s.emitter.Collect(context.Background())
 		case <-t.C:
-			s.emitter.collect(context.Background())
+			s.emitter.Collect(context.Background())
 		case <-checkpoints:
-			s.storage.save(context.Background())
+			s.storage.Save(context.Background())
 		}
 	}
 }
@@ -346,32 +295,32 @@ func (s *shared) shutdownInstance(ctx context.Context, in *instance) error {
 		s.drainEnded(ctx, in.sink)
 	}
 	if in.sink != nil {
-		s.emitter.collect(ctx)
-		if s.emitter.holdsAny() {
-			s.storage.save(ctx) // what is queued is then checkpointed, and may go out
+		s.emitter.Collect(ctx)
+		if s.emitter.HoldsAny() {
+			s.storage.Save(ctx) // what is queued is then checkpointed, and may go out
 		}
-		s.emitter.send(ctx, true)
-		s.emitter.stopSink(ctx, in.sink)
+		s.emitter.Send(ctx, true)
+		s.emitter.StopSink(ctx, in.sink)
 	}
 	return s.release(ctx)
 }
 
 // drainEnded fires, as they stand, the aggregations whose input has ended or whose results no running
 // metrics output other than leaving would take.
-func (s *shared) drainEnded(ctx context.Context, leaving *sink) {
+func (s *shared) drainEnded(ctx context.Context, leaving *delivery.Sink) {
 	s.mu.Lock()
 	mask, any := make([]bool, len(s.aggs)), false
 	for i, a := range s.aggs {
 		if s.drained[i] {
 			continue
 		}
-		if in := a.signal.input; s.inputEnded(in) || (leaving != nil && len(s.sinksForLocked(in, leaving)) == 0) {
+		if in := a.signal.input; s.inputEnded(in) || (leaving != nil && !s.emitter.TakenElsewhere(in, leaving)) {
 			mask[i], s.drained[i], any = true, true, true
 		}
 	}
 	s.mu.Unlock()
 	if any {
-		s.emitter.drain(ctx, mask)
+		s.emitter.Drain(ctx, mask)
 	}
 }
 
@@ -396,12 +345,12 @@ func (s *shared) release(ctx context.Context) error {
 		<-done
 	}
 	if s.storage != nil {
-		s.storage.save(ctx)
+		s.storage.Save(ctx)
 		err = errors.Join(err, s.storage.shutdown(ctx))
 	} else {
 		// Every instance has stopped: what records came after their outputs had stopped fires now,
 		// and is counted as dropped if no output is left to take it.
-		s.emitter.fireAll(ctx)
+		s.emitter.FireAll(ctx)
 	}
 	s.tel.shutdown()
 	return err

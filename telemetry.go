@@ -152,7 +152,7 @@ func (t *telemetry) observe(s *shared) error {
 		if len(s.cfg.Watermark.PerSource) > 0 {
 			o.ObserveInt64(t.WindowAggregatorWatermarkSources, int64(st.Sources))
 		}
-		o.ObserveInt64(t.WindowAggregatorPendingPoints, int64(s.emitter.pendingPoints()))
+		o.ObserveInt64(t.WindowAggregatorPendingPoints, int64(s.emitter.Pending()))
 		return nil
 	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources, t.WindowAggregatorInputStreams)
 	t.registration = reg

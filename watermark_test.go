@@ -134,7 +134,7 @@ func TestStraySpanAheadWithIdleTimeoutLosesNothing(t *testing.T) {
 	cfg.AllowedLateness = 30 * time.Second
 	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", GroupBy: keys("service.name")}}
 	h := newConnectorHarness(t, cfg, true)
-	emit := lookup(t).emitter
+	emit := lookup(t)
 	want := expected{}
 	for i := range 200 {
 		now := float64(base + i)
@@ -377,7 +377,7 @@ func TestRestartDoesNotCountDowntimeAsSilence(t *testing.T) {
 					clk.Set(end)
 				}
 			}
-			lookup(t).emitter.emit(context.Background(), false) // a collection and a delivery, as at each tick
+			lookup(t).emit(context.Background(), false) // a collection and a delivery, as at each tick
 		}, batches...)
 	}
 	run([]spanSpec{{service: "a", name: "x", end: base + 1}}, []spanSpec{{service: "a", name: "x", end: base + 2}})

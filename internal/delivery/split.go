@@ -1,4 +1,4 @@
-package windowaggregator
+package delivery
 
 import (
 	"go.opentelemetry.io/collector/pdata/pmetric"

@@ -1,4 +1,4 @@
-package windowaggregator
+package delivery
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-// output is one row of the table of outputs: what an aggregation's `outputs` entry emits. Adding an
-// output is a row here and its test.
-type output struct {
+// Output is one row of the table of outputs: what an aggregation's `outputs` entry emits. Adding an
+// output is a row here and its case in the component's test of every row.
+type Output struct {
 	// name is the configured name; a family (the percentiles) matches pattern instead, and the
 	// metric is named as configured.
 	name    string
@@ -42,8 +42,8 @@ type output struct {
 type metricShape uint8
 
 const (
-	shapeCount     metricShape = iota // Sum of ints, monotonic; unit {span} or {log}
-	shapeSum                          // Sum of doubles, monotonic for durations; the aggregation's unit
+	shapeCount     metricShape = iota // Sum of ints, monotonic; unit {span}, {log} or {value}
+	shapeSum                          // Sum of doubles, monotonic for durations and increases; the aggregation's unit
 	shapeGauge                        // Gauge of doubles; the aggregation's unit
 	shapeHistogram                    // ExponentialHistogram, or Histogram with explicit buckets; the aggregation's unit
 )
@@ -51,8 +51,8 @@ const (
 const additive = " (cumulative: since the series' start; delta: in the slide)."
 
 // outputs is the table, in the order their metrics are made for a result.
-var outputs = []output{
-	{name: "count", metric: shapeCount, description: "Records" + additive,
+var outputs = []Output{
+	{name: Count, metric: shapeCount, description: "Records" + additive,
 		intValue: func(r *stream.Result) int64 { return int64(min(r.Point.Count, math.MaxInt64)) }}, // saturated
 	{name: "sum", needsValue: true, metric: shapeSum, description: "Sum of the values" + additive,
 		value: func(r *stream.Result, _ int) float64 { return r.Point.Sum }},
@@ -60,18 +60,23 @@ var outputs = []output{
 		value: func(r *stream.Result, _ int) float64 { return r.Avg }},
 	{name: "min", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Least value in the window.",
 		value: func(r *stream.Result, _ int) float64 { return r.Min }},
-	{name: "max", needsValue: true, metric: shapeGauge, ofWindowValues: true, windowMax: true, description: "Greatest value in the window.",
+	{name: Max, needsValue: true, metric: shapeGauge, ofWindowValues: true, windowMax: true, description: "Greatest value in the window.",
 		value: func(r *stream.Result, _ int) float64 { return r.Max }},
 	{name: "pNN", pattern: regexp.MustCompile(`^p([0-9]{1,6})$`), needsValue: true, metric: shapeGauge, ofWindowValues: true,
 		description: "Percentile pNN of the values in the window, within 1% relative error.",
 		value:       func(r *stream.Result, q int) float64 { return r.Quantiles[q] }},
-	{name: "histogram", needsValue: true, metric: shapeHistogram, description: "Histogram of the values" + additive},
+	{name: Histogram, needsValue: true, metric: shapeHistogram, description: "Histogram of the values" + additive},
 }
 
-const outputCount, outputHistogram, outputMax = "count", "histogram", "max"
+// The rows that the configuration names by themselves.
+const (
+	Count     = "count"
+	Histogram = "histogram"
+	Max       = "max"
+)
 
-// lookupOutput returns the row of a configured output name, or nil.
-func lookupOutput(name string) *output {
+// Lookup returns the row of a configured output name, or nil.
+func Lookup(name string) *Output {
 	for i := range outputs {
 		o := &outputs[i]
 		if o.name == name || o.pattern != nil && o.pattern.MatchString(name) {
@@ -81,8 +86,25 @@ func lookupOutput(name string) *output {
 	return nil
 }
 
-// outputNames lists the table for an error message: count, sum, ..., pNN (p50, p99, p999), histogram.
-func outputNames() string {
+// NeedsValue reports whether the output is of the records' values: an aggregation without a value
+// cannot have it.
+func (o *Output) NeedsValue() bool { return o.needsValue }
+
+// Rows lists the table's names, a family's as one of its members (p50): one configured output for
+// every row.
+func Rows() []string {
+	names := make([]string, len(outputs))
+	for i, o := range outputs {
+		names[i] = o.name
+		if o.pattern != nil {
+			names[i] = "p50"
+		}
+	}
+	return names
+}
+
+// Names lists the table for an error message: count, sum, ..., pNN (p50, p99, p999), histogram.
+func Names() string {
 	names := make([]string, len(outputs))
 	for i, o := range outputs {
 		names[i] = o.name
@@ -98,25 +120,25 @@ func quantileOf(name string) (float64, error) {
 	return strconv.ParseFloat("0."+strings.TrimPrefix(name, "p"), 64)
 }
 
-// emitted is one configured output of a compiled aggregation.
-type emitted struct {
-	def  *output
+// Emitted is one configured output of an aggregation.
+type Emitted struct {
+	def  *Output
 	name string // the metric name's suffix: the configured name
 	q    int    // index among the percentiles, for their value
 }
 
-// compileOutputs returns an aggregation's outputs in table order (the percentiles in their
-// configured order) and its quantiles.
-func compileOutputs(configured []string) ([]emitted, []float64, error) {
-	var out []emitted
+// Compile returns an aggregation's configured outputs in table order (the percentiles in their
+// configured order), and its quantiles.
+func Compile(configured []string) ([]Emitted, []float64, error) {
+	var out []Emitted
 	var quantiles []float64
 	for i := range outputs {
 		def := &outputs[i]
 		for _, name := range configured {
-			if lookupOutput(name) != def {
+			if Lookup(name) != def {
 				continue
 			}
-			e := emitted{def: def, name: name}
+			e := Emitted{def: def, name: name}
 			if def.pattern != nil {
 				q, err := quantileOf(name)
 				if err != nil {
@@ -131,9 +153,9 @@ func compileOutputs(configured []string) ([]emitted, []float64, error) {
 	return out, quantiles, nil
 }
 
-// hasOutput reports whether the aggregation emits the output named name (a row's name).
-func (c *aggregation) hasOutput(name string) bool {
-	for _, e := range c.outputs {
+// Has reports whether outputs hold the row named name.
+func Has(outputs []Emitted, name string) bool {
+	for _, e := range outputs {
 		if e.def.name == name {
 			return true
 		}
@@ -143,27 +165,27 @@ func (c *aggregation) hasOutput(name string) bool {
 
 // describe sets a new metric's unit, description and type for output e of aggregation a, its additive
 // outputs with temporality t.
-func (e *emitted) describe(m pmetric.Metric, a *aggregation, t pmetric.AggregationTemporality) {
+func (e *Emitted) describe(m pmetric.Metric, a *Aggregation, t pmetric.AggregationTemporality) {
 	desc := e.def.description
 	if e.def.pattern != nil {
 		desc = strings.Replace(desc, e.def.name, e.name, 1)
 	}
 	m.SetDescription(desc)
-	m.SetUnit(a.outputUnit())
+	m.SetUnit(a.Unit())
 	switch e.def.metric {
 	case shapeCount:
-		m.SetUnit("{" + a.signal.record + "}")
+		m.SetUnit("{" + a.Record + "}")
 		s := m.SetEmptySum()
 		s.SetAggregationTemporality(t)
 		s.SetIsMonotonic(true)
 	case shapeSum:
 		s := m.SetEmptySum()
 		s.SetAggregationTemporality(t)
-		s.SetIsMonotonic(a.monotonicSum()) // a duration, or a counter's increase, is never negative
+		s.SetIsMonotonic(a.MonotonicSum()) // a duration, or a counter's increase, is never negative
 	case shapeGauge:
 		m.SetEmptyGauge()
 	case shapeHistogram:
-		if a.bounds != nil {
+		if a.Bounds != nil {
 			m.SetEmptyHistogram().SetAggregationTemporality(t)
 		} else {
 			m.SetEmptyExponentialHistogram().SetAggregationTemporality(t)

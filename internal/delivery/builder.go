@@ -1,4 +1,4 @@
-package windowaggregator
+package delivery
 
 import (
 	"math"
@@ -6,27 +6,26 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/processor/exemplar"
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-const (
-	scopeName       = "github.com/windowaggregator/windowaggregator"
-	overflowAttrKey = "otel.metric.overflow"
-)
+// overflowAttrKey is the one attribute of an aggregation's overflow series.
+const overflowAttrKey = "otel.metric.overflow"
 
-// metricsBuilder turns engine results into pdata: one metric per output named <name>.<output>, data
+// builder turns engine results into pdata: one metric per output named <name>.<output>, data
 // points stamped with the window, attributes from the series key, and one ResourceMetrics per distinct
 // set of group-by values read from the resource.
-type metricsBuilder struct {
-	aggs        []*aggregation
+type builder struct {
+	aggs        []*Aggregation
 	version     string
 	temporality pmetric.AggregationTemporality // of the additive outputs
-	// instance is the service.instance.id of the outputs (shared.instance), put on the output
-	// resources of the aggregations that do not group by that key (see stampsInstance), so that a
-	// backend sees each series from one writer when several collectors compute them; "" for none.
+	// instance is the service.instance.id of the outputs (see Emitter.SetInstance), put on the output
+	// resources of the aggregations that stamp it (Aggregation.StampsInstance), so that a backend sees
+	// each series from one writer when several collectors compute them; "" for none.
 	instance string
 
 	md     pmetric.Metrics
@@ -51,35 +50,24 @@ type resourceOut struct {
 	byAgg []*aggOut // by aggregation index, made on first use
 }
 
-// instanceKey is the resource attribute that names the collector that computed a result.
-const instanceKey = "service.instance.id"
-
-// stampsInstance reports whether aggregation a's output resources get the collector's
-// service.instance.id: unless it groups by that key, which then comes from the records.
-func stampsInstance(a *aggregation) bool {
-	for _, k := range a.groupBy {
-		if k.name == instanceKey {
-			return false
-		}
-	}
-	return true
-}
+// InstanceKey is the resource attribute that names the collector that computed a result.
+const InstanceKey = "service.instance.id"
 
 // aggOut is one aggregation's metrics under one resource: the metric of each of its outputs (by index
-// in aggregation.outputs), made on first use.
+// in Aggregation.Outputs), made on first use.
 type aggOut struct {
 	sm      pmetric.ScopeMetrics
 	metrics []pmetric.Metric
 	made    []bool
 }
 
-func newMetricsBuilder(aggs []*aggregation, version string, t pmetric.AggregationTemporality) *metricsBuilder {
-	b := &metricsBuilder{aggs: aggs, version: version, temporality: t, saturated: make([]int64, len(aggs))}
+func newBuilder(aggs []*Aggregation, version string, t pmetric.AggregationTemporality, maxPoints int) *builder {
+	b := &builder{aggs: aggs, version: version, temporality: t, maxPoints: maxPoints, saturated: make([]int64, len(aggs))}
 	b.reset()
 	return b
 }
 
-func (b *metricsBuilder) reset() {
+func (b *builder) reset() {
 	b.md = pmetric.NewMetrics()
 	b.points = 0
 	b.resources = map[string]*resourceOut{}
@@ -93,7 +81,7 @@ type builtBatch struct {
 
 // takeSaturated passes report the data points built since its last call whose count did not fit,
 // by aggregation, and zeroes them.
-func (b *metricsBuilder) takeSaturated(report func(agg int, n int64)) {
+func (b *builder) takeSaturated(report func(agg int, n int64)) {
 	for i, n := range b.saturated {
 		if n > 0 {
 			report(i, n)
@@ -103,7 +91,7 @@ func (b *metricsBuilder) takeSaturated(report func(agg int, n int64)) {
 }
 
 // take returns the batches built so far and starts afresh.
-func (b *metricsBuilder) take() []builtBatch {
+func (b *builder) take() []builtBatch {
 	if b.points == 0 && len(b.full) == 0 {
 		return nil // nothing built: keep the empty batch rather than make another
 	}
@@ -117,9 +105,9 @@ func (b *metricsBuilder) take() []builtBatch {
 }
 
 // add appends one result's data points.
-func (b *metricsBuilder) add(r *stream.Result) {
+func (b *builder) add(r *stream.Result) {
 	a := b.aggs[r.Agg]
-	if b.maxPoints > 0 && b.points > 0 && b.points+len(a.outputs) > b.maxPoints {
+	if b.maxPoints > 0 && b.points > 0 && b.points+len(a.Outputs) > b.maxPoints {
 		b.full = append(b.full, builtBatch{b.md, b.points})
 		b.reset()
 	}
@@ -128,18 +116,18 @@ func (b *metricsBuilder) add(r *stream.Result) {
 	// The resource's identity: the name and value of every group-by position whose value came from
 	// the resource, so that results with equal resource attributes share a resource, and equal values
 	// under other names do not; and whether it carries the collector's service.instance.id.
-	if b.instance != "" && !a.stampsInstance {
-		b.resKey.Str(serieskey.Record, instanceKey)
+	if b.instance != "" && !a.StampsInstance {
+		b.resKey.Str(serieskey.Record, InstanceKey)
 	}
 	if !r.Overflow {
-		keys := a.groupBy
+		keys := a.GroupBy
 		// Keys come from this component's own builder: a decoding error cannot happen short of memory
 		// corruption or a checkpoint from another build, whose results are then emitted without
 		// attributes rather than lost.
 		_ = serieskey.Decode(r.Key, func(i int, v serieskey.Value) {
 			b.decoded = append(b.decoded, v)
 			if v.Source == serieskey.Resource && i < len(keys) {
-				b.resKey.Str(serieskey.Record, keys[i].name)
+				b.resKey.Str(serieskey.Record, keys[i])
 				appendKeyValue(&b.resKey, v)
 			}
 		})
@@ -162,8 +150,8 @@ func (b *metricsBuilder) add(r *stream.Result) {
 		}
 		first, built = m, true
 	}
-	for i := range a.outputs {
-		e := &a.outputs[i]
+	for i := range a.Outputs {
+		e := &a.Outputs[i]
 		if e.def.ofWindowValues {
 			// No value in the window: no gauge of its values. Nor without the value: the min or
 			// max of histograms that did not say theirs, the percentiles of histograms whose
@@ -196,17 +184,18 @@ func (b *metricsBuilder) add(r *stream.Result) {
 		case shapeSum:
 			b.number(ro, i, a, pointStart, end, e.def.value(r, e.q), attrs)
 		case shapeHistogram:
-			if a.bounds != nil {
-				b.explicitHistogram(ro, i, a, pointStart, end, &r.Point, attrs)
+			if a.Bounds != nil {
+				b.explicitHistogram(ro, i, r.Agg, pointStart, end, &r.Point, attrs)
 			} else if r.Point.Hist != nil {
-				b.histogram(ro, i, a, pointStart, end, &r.Point, attrs)
+				b.histogram(ro, i, r.Agg, pointStart, end, &r.Point, attrs)
 			}
 		}
 	}
 }
 
 // explicitHistogram appends the explicit-bucket histogram data point of point p.
-func (b *metricsBuilder) explicitHistogram(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, p *stream.Point, attrs func(pcommon.Map)) {
+func (b *builder) explicitHistogram(ro *aggOut, slot, agg int, start, end pcommon.Timestamp, p *stream.Point, attrs func(pcommon.Map)) {
+	a := b.aggs[agg]
 	dp := b.metric(ro, slot, a).Histogram().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(end)
@@ -215,11 +204,11 @@ func (b *metricsBuilder) explicitHistogram(ro *aggOut, slot int, a *aggregation,
 		n = sketch.AddCounts(n, c) // saturating, as the engine's counts
 	}
 	if n == math.MaxUint64 {
-		b.saturated[a.index]++
+		b.saturated[agg]++
 	}
 	dp.SetCount(n)
 	setSummary(dp, n, p)
-	dp.ExplicitBounds().FromRaw(a.bounds)
+	dp.ExplicitBounds().FromRaw(a.Bounds)
 	dp.BucketCounts().FromRaw(p.BucketCounts) // len(bounds)+1 of them, as stream.Point says
 	putExemplars(dp.Exemplars(), p.Exemplars)
 	attrs(dp.Attributes())
@@ -269,18 +258,19 @@ func putExemplar(dst pmetric.Exemplar, ex *exemplar.Exemplar) {
 }
 
 // histogram appends the exponential histogram data point of point p.
-func (b *metricsBuilder) histogram(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, p *stream.Point, attrs func(pcommon.Map)) {
+func (b *builder) histogram(ro *aggOut, slot, agg int, start, end pcommon.Timestamp, p *stream.Point, attrs func(pcommon.Map)) {
+	a := b.aggs[agg]
 	m := b.metric(ro, slot, a)
 	dp := m.ExponentialHistogram().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(end)
 	h := p.Hist
 	if h.Count() == math.MaxUint64 {
-		b.saturated[a.index]++
+		b.saturated[agg]++
 	}
 	dp.SetCount(h.Count())
 	setSummary(dp, h.Count(), p)
-	scale := h.ScaleFor(a.histMax)
+	scale := h.ScaleFor(a.HistMax)
 	dp.SetScale(scale)
 	dp.SetZeroCount(h.ZeroCount())
 	var off int32
@@ -296,7 +286,7 @@ func (b *metricsBuilder) histogram(ro *aggOut, slot int, a *aggregation, start, 
 }
 
 // number appends a double data point to the Sum or Gauge of output slot, and returns it.
-func (b *metricsBuilder) number(ro *aggOut, slot int, a *aggregation, start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) pmetric.NumberDataPoint {
+func (b *builder) number(ro *aggOut, slot int, a *Aggregation, start, end pcommon.Timestamp, v float64, attrs func(pcommon.Map)) pmetric.NumberDataPoint {
 	m := b.metric(ro, slot, a)
 	var dp pmetric.NumberDataPoint
 	if m.Type() == pmetric.MetricTypeSum {
@@ -313,12 +303,12 @@ func (b *metricsBuilder) number(ro *aggOut, slot int, a *aggregation, start, end
 }
 
 // putAttributes sets the decoded group-by values under their keys, with their types.
-func (b *metricsBuilder) putAttributes(m pcommon.Map, agg int) {
-	keys := b.aggs[agg].groupBy
+func (b *builder) putAttributes(m pcommon.Map, agg int) {
+	keys := b.aggs[agg].GroupBy
 	m.EnsureCapacity(len(b.decoded))
 	for i, v := range b.decoded {
 		if i < len(keys) {
-			putValue(m, keys[i].name, v)
+			putValue(m, keys[i], v)
 		}
 	}
 }
@@ -355,28 +345,28 @@ func appendKeyValue(b *serieskey.Builder, v serieskey.Value) {
 
 // resource returns the output resource for the resource part of the series key just decoded (in
 // resKey), creating it with those values as attributes.
-func (b *metricsBuilder) resource(agg int) *aggOut {
+func (b *builder) resource(agg int) *aggOut {
 	ro, ok := b.resources[string(b.resKey.Key())]
 	if !ok {
 		rm := b.md.ResourceMetrics().AppendEmpty()
-		keys := b.aggs[agg].groupBy
+		keys := b.aggs[agg].GroupBy
 		for i, v := range b.decoded {
 			if v.Source == serieskey.Resource && i < len(keys) {
-				putValue(rm.Resource().Attributes(), keys[i].name, v)
+				putValue(rm.Resource().Attributes(), keys[i], v)
 			}
 		}
-		if b.instance != "" && b.aggs[agg].stampsInstance {
-			rm.Resource().Attributes().PutStr(instanceKey, b.instance)
+		if b.instance != "" && b.aggs[agg].StampsInstance {
+			rm.Resource().Attributes().PutStr(InstanceKey, b.instance)
 		}
 		sm := rm.ScopeMetrics().AppendEmpty()
-		sm.Scope().SetName(scopeName)
+		sm.Scope().SetName(metadata.ScopeName)
 		sm.Scope().SetVersion(b.version)
 		ro = &resourceOut{sm: sm, byAgg: make([]*aggOut, len(b.aggs))}
 		b.resources[string(b.resKey.Key())] = ro
 	}
 	ao := ro.byAgg[agg]
 	if ao == nil {
-		n := len(b.aggs[agg].outputs)
+		n := len(b.aggs[agg].Outputs)
 		ao = &aggOut{sm: ro.sm, metrics: make([]pmetric.Metric, n), made: make([]bool, n)}
 		ro.byAgg[agg] = ao
 	}
@@ -384,13 +374,13 @@ func (b *metricsBuilder) resource(agg int) *aggOut {
 }
 
 // metric returns the metric of output slot of one aggregation under one resource.
-func (b *metricsBuilder) metric(ro *aggOut, slot int, a *aggregation) pmetric.Metric {
+func (b *builder) metric(ro *aggOut, slot int, a *Aggregation) pmetric.Metric {
 	if ro.made[slot] {
 		return ro.metrics[slot]
 	}
 	m := ro.sm.Metrics().AppendEmpty()
-	e := &a.outputs[slot]
-	m.SetName(a.name + "." + e.name)
+	e := &a.Outputs[slot]
+	m.SetName(a.Name + "." + e.name)
 	e.describe(m, a, b.temporality)
 	ro.metrics[slot], ro.made[slot] = m, true
 	return m

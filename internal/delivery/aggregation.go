@@ -1,0 +1,29 @@
+package delivery
+
+// Aggregation is what delivery knows of one aggregation: what to build of its results, and which
+// metrics outputs take them. The component compiles it from the configuration; delivery knows
+// nothing else of it.
+type Aggregation struct {
+	// Name is the prefix of its metrics: <name>.<output>.
+	Name string
+	// Input is the signal it takes: the sinks of that input, or else every running one, take its
+	// results (see Sinks).
+	Input int
+	// Record is what its count counts, the unit of count: {span}, {log}, {value}.
+	Record string
+	// GroupBy are its group_by keys, by position in a series key: the attributes of its points.
+	GroupBy []string
+	// Outputs are its configured outputs, in table order (Compile).
+	Outputs []Emitted
+	// Bounds are the explicit histogram output's bounds; nil: the histogram output is exponential,
+	// of at most HistMax buckets a sign.
+	Bounds  []float64
+	HistMax int
+	// StampsInstance: its output resources carry the outputs' service.instance.id (it does not group
+	// by that key; see Emitter.SetInstance).
+	StampsInstance bool
+	// Unit is the unit of its value outputs, and MonotonicSum says whether its sum is monotonic,
+	// asked when one of its metrics is made: a metrics aggregation learns both from its input.
+	Unit         func() string
+	MonotonicSum func() bool
+}
