@@ -49,7 +49,7 @@ type aggregation struct {
 	valueKey  keyRef // the numeric attribute, when not duration
 	hasValue  bool
 	weight    weightKind
-	weightKey keyRef    // the weight attribute, with weighAttribute
+	weightKey keyRef             // the weight attribute, with weighAttribute
 	outputs   []delivery.Emitted // in table order
 	quantiles []float64
 	histMax   int       // buckets per sign of the exponential histogram output

@@ -56,4 +56,3 @@ func BenchmarkBuilder(b *testing.B) {
 		})
 	}
 }
-
