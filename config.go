@@ -11,6 +11,7 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
@@ -226,6 +227,11 @@ const (
 
 var (
 	unitScale = map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+	// spanKindByConfig are the values of where.span_kind.
+	spanKindByConfig = map[string]ptrace.SpanKind{
+		"unspecified": ptrace.SpanKindUnspecified, "internal": ptrace.SpanKindInternal, "server": ptrace.SpanKindServer,
+		"client": ptrace.SpanKindClient, "producer": ptrace.SpanKindProducer, "consumer": ptrace.SpanKindConsumer,
+	}
 )
 
 // maxDuration bounds every duration so that the engine's time arithmetic cannot overflow.

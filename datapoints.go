@@ -3,7 +3,6 @@ package windowaggregator
 import (
 	"math"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
@@ -11,11 +10,11 @@ import (
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-// What one metric data point adds to one aggregation, by the kind of its metric: a gauge's value; a
-// delta sum's increase; a cumulative sum's increase since its stream's last point (a reset, or the
-// first point of a stream that began while the component watched, counting whole; another first
-// point only setting the base); a histogram's distribution, a cumulative one's bucket by bucket
-// likewise.
+// What one metric data point is, and what it adds to one aggregation, by the kind of its metric: a
+// gauge's value; a delta sum's increase; a cumulative sum's increase since its stream's last point (a
+// reset, or the first point of a stream that began while the component watched, counting whole;
+// another first point only setting the base); a histogram's distribution, a cumulative one's bucket by
+// bucket likewise (histograms.go).
 
 // pointKind is what the points of a metric are, for the aggregations.
 type pointKind uint8
@@ -77,6 +76,18 @@ var pointOutcomeNames = [numPointOutcomes]string{
 // it adds nothing: with drop_aggregated_input it leaves the pipeline, as the aggregated ones do.
 func (o pointOutcome) held() bool { return o == pointBase || o == pointOutOfOrder || o == pointEmpty }
 
+// dataPoint is the point being read, in the field of its kind, with the key of its input stream.
+type dataPoint struct {
+	kind       pointKind
+	cumulative bool
+	num        pmetric.NumberDataPoint
+	hist       pmetric.HistogramDataPoint
+	exp        pmetric.ExponentialHistogramDataPoint
+	// streamKey returns the key of the point's input stream, computed when a cumulative stream first
+	// asks.
+	streamKey func() streamKey
+}
+
 // histogramFault is why a histogram point is left out of an aggregation's histogram output and
 // percentiles (each name an incompatible_histograms reason): a point that breaks the data model
 // (malformed), or one that does not fit what the aggregation keeps.
@@ -121,21 +132,136 @@ func valueAdd(v float64, why valueReason) pointAdd {
 	return pointAdd{outcome: pointAggregated, value: v, why: why, weight: 1}
 }
 
-// add returns what the reader's point adds to aggregation a, updating a's stream of it. Under
-// metricInputs.mu.
-func (rd *metricReader) add(a *aggregation, in *metricInputs) pointAdd {
-	switch rd.kind {
-	case pointCounter:
-		return rd.addCounter(a, in)
-	case pointHistogram:
-		return rd.addHistogram(a, in)
-	case pointExponential:
-		return rd.addExponential(a, in)
-	case pointIncrease:
-		return valueAdd(increaseOf(rd.num))
-	}
-	return valueAdd(numberOf(rd.num))
+// pointAdder works out what the points of one ingest call add to each aggregation: what it reads of
+// a point once for every aggregation (its bucket counts, its sketch, what breaks the data model in
+// it), the distributions it stages, from slabs it keeps, and its tally.
+type pointAdder struct {
+	imported bool              // cur is the point's sketch (see pointSketch)
+	cur      *sketch.Histogram // nil: none
+	// countsRead: counts holds an explicit point's bucket counts; boundsHashed: bounds is the hash
+	// of its bounds (see readCounts, boundsHash); faultRead: fault is what breaks the data model in
+	// its bounds (see boundsFault)
+	countsRead, boundsHashed, faultRead bool
+	bounds                              uint64
+	fault                               histogramFault
+	counts, diff                        []uint64 // buffers for bucket counts
+	// The distributions staged in this call, and their bucket counts: slabs that the adder keeps
+	// (while the reader's pool does), so that a batch of histograms allocates a few slabs, not a
+	// distribution and its counts per point.
+	dists                   [][]stream.Distribution
+	bucketSlab              []uint64
+	sketches                []*sketch.Histogram
+	usedDists, usedSketches int
+	// tally counts what the aggregations made of the call's points, by aggregation index.
+	tally []pointTally
 }
+
+// pointTally is one aggregation's counts of one call, for metric_points, input_resets and
+// incompatible_histograms (by reason).
+type pointTally struct {
+	outcomes     [numPointOutcomes]int64
+	resets       int64
+	incompatible [numHistogramFaults]int64
+}
+
+// distSlab and bucketSlabLen are the sizes of the slabs of distributions and of bucket counts;
+// maxPooledSketches bounds the sketches a pooled adder keeps: a batch of many exponential points
+// must not leave all of theirs behind.
+const (
+	distSlab          = 256
+	bucketSlabLen     = 4096
+	maxPooledSketches = 256
+)
+
+// refuse tallies a point that aggregation a leaves out, as outcome says (a summary, no recorded
+// value).
+func (pa *pointAdder) refuse(a *aggregation, outcome pointOutcome) { pa.tally[a.index].outcomes[outcome]++ }
+
+// begin readies the adder for a call with aggs aggregations.
+func (pa *pointAdder) begin(aggs int) {
+	if cap(pa.tally) < aggs {
+		pa.tally = make([]pointTally, aggs)
+	}
+	pa.tally = pa.tally[:aggs]
+}
+
+// next readies the adder for another point.
+func (pa *pointAdder) next() {
+	pa.imported, pa.cur = false, nil
+	pa.countsRead, pa.boundsHashed, pa.faultRead = false, false, false
+}
+
+// release drops the call's distributions and sketches, keeping their slabs.
+func (pa *pointAdder) release() {
+	pa.cur, pa.imported = nil, false
+	for i := range pa.usedDists {
+		d := &pa.dists[i/distSlab][i%distSlab]
+		d.Sketch, d.Buckets = nil, nil
+	}
+	pa.bucketSlab = pa.bucketSlab[:0]
+	pa.usedDists, pa.usedSketches = 0, 0
+	if len(pa.sketches) > maxPooledSketches {
+		clear(pa.sketches[maxPooledSketches:])
+		pa.sketches = pa.sketches[:maxPooledSketches]
+	}
+	clear(pa.tally)
+}
+
+// newDist returns a distribution for a record staged in this call, with n bucket counts (nil for
+// none).
+func (pa *pointAdder) newDist(n int) *stream.Distribution {
+	if pa.usedDists == len(pa.dists)*distSlab {
+		pa.dists = append(pa.dists, make([]stream.Distribution, distSlab))
+	}
+	d := &pa.dists[pa.usedDists/distSlab][pa.usedDists%distSlab]
+	pa.usedDists++
+	*d = stream.Distribution{}
+	if n > 0 {
+		if len(pa.bucketSlab)+n > cap(pa.bucketSlab) {
+			// A new slab: the counts already handed out stay in the old one until Apply.
+			pa.bucketSlab = make([]uint64, 0, max(bucketSlabLen, n))
+		}
+		d.Buckets = pa.bucketSlab[len(pa.bucketSlab) : len(pa.bucketSlab)+n]
+		pa.bucketSlab = pa.bucketSlab[:len(pa.bucketSlab)+n]
+	}
+	return d
+}
+
+// scratchSketch returns a sketch that is the adder's until the call's batch is applied.
+func (pa *pointAdder) scratchSketch() *sketch.Histogram {
+	if pa.usedSketches == len(pa.sketches) {
+		pa.sketches = append(pa.sketches, sketch.New(sketch.DefaultScale, sketch.DefaultMaxBuckets))
+	}
+	h := pa.sketches[pa.usedSketches]
+	pa.usedSketches++
+	return h
+}
+
+// add returns what point p adds to aggregation a, updating a's stream of it, and tallies it. Under
+// metricInputs.mu.
+func (pa *pointAdder) add(p *dataPoint, a *aggregation, in *metricInputs) pointAdd {
+	var add pointAdd
+	switch p.kind {
+	case pointCounter:
+		add = pa.addCounter(p, a, in)
+	case pointHistogram:
+		add = pa.addHistogram(p, a, in)
+	case pointExponential:
+		add = pa.addExponential(p, a, in)
+	case pointIncrease:
+		add = valueAdd(increaseOf(p.num))
+	default:
+		add = valueAdd(numberOf(p.num))
+	}
+	tl := &pa.tally[a.index]
+	tl.outcomes[add.outcome]++
+	if add.reset {
+		tl.resets++
+	}
+	tl.incompatible[add.fault]++ // histogramFits is not reported
+	return add
+}
+
 
 // numberOf reads a number point's value: none for a point whose value is not set (OTLP requires one,
 // but a point can come without).
@@ -159,12 +285,12 @@ func increaseOf(dp pmetric.NumberDataPoint) (float64, valueReason) {
 	return v, why
 }
 
-// judge finds a's stream of the reader's point, at t with start, and judges the point against it:
+// judge finds a's stream of point p, at t with start, and judges the point against it:
 // stop is the outcome of a point that adds nothing whatever its value (a new stream past the limit,
 // a point out of order), else pointAggregated; fresh says the stream is new, and whole that it began
 // while the component watched, so that its first point counts whole.
-func (rd *metricReader) judge(a *aggregation, in *metricInputs, t int64, start uint64) (st *inputStream, fresh, whole bool, stop pointOutcome) {
-	st, fresh = in.stream(a.index, rd.streamKey())
+func judge(p *dataPoint, a *aggregation, in *metricInputs, t int64, start uint64) (st *inputStream, fresh, whole bool, stop pointOutcome) {
+	st, fresh = in.stream(a.index, p.streamKey())
 	switch {
 	case st == nil:
 		return nil, true, false, pointStreamLimit
@@ -181,14 +307,14 @@ func restarted(prev *inputStream, start uint64) bool {
 	return start != 0 && prev.start != 0 && start > prev.start
 }
 
-func (rd *metricReader) addCounter(a *aggregation, in *metricInputs) pointAdd {
-	dp := rd.num
+func (pa *pointAdder) addCounter(p *dataPoint, a *aggregation, in *metricInputs) pointAdd {
+	dp := p.num
 	v, why := increaseOf(dp)
 	if why != valueOK {
 		return valueAdd(v, why) // counted without a value; the base stays
 	}
 	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
-	st, fresh, whole, stop := rd.judge(a, in, t, start)
+	st, fresh, whole, stop := judge(p, a, in, t, start)
 	if stop != pointAggregated {
 		return pointAdd{outcome: stop}
 	}
@@ -243,16 +369,16 @@ func (h histogramHead) less(prev *inputStream) histogramHead {
 // distribution returns what a histogram of head h, bucket counts buckets (of a's explicit buckets;
 // nil: none) and sketch sk (nil: none) adds: a distribution, or, without a finite sum, one of count
 // values that count in count alone; nothing for no value.
-func (rd *metricReader) distribution(h histogramHead, buckets []uint64, sk *sketch.Histogram, fault histogramFault) pointAdd {
+func (pa *pointAdder) distribution(h histogramHead, buckets []uint64, sk *sketch.Histogram, fault histogramFault) pointAdd {
 	switch {
 	case h.count == 0:
 		return pointAdd{outcome: pointEmpty}
 	case h.sumWhy != valueOK:
-		d := rd.newDist(0)
+		d := pa.newDist(0)
 		d.Count, d.NoValues = h.count, true
 		return pointAdd{outcome: pointAggregated, dist: d, why: h.sumWhy, fault: fault}
 	}
-	d := rd.newDist(len(buckets))
+	d := pa.newDist(len(buckets))
 	d.Count, d.Sum = h.count, h.sum
 	d.Min, d.Max, d.HasMinMax = h.min, h.max, h.hasMinMax
 	copy(d.Buckets, buckets)
@@ -268,288 +394,19 @@ func (a *aggregation) feedsSketch() bool {
 	return len(a.quantiles) > 0 || a.bounds == nil && a.hasOutput(delivery.Histogram)
 }
 
-func (rd *metricReader) addHistogram(a *aggregation, in *metricInputs) pointAdd {
-	dp := rd.hist
-	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
-	rd.readCounts()
-	// own: its buckets are the aggregation's explicit buckets, and add up to its count. Bounds that
-	// are the aggregation's are finite and ascending: only others are checked.
-	fault := rd.countsFault()
-	own := false
-	switch {
-	case fault != histogramFits:
-	case a.bounds == nil:
-		fault = rd.boundsFault(faultOtherKind)
-	case !sameBounds(dp.ExplicitBounds(), a.bounds):
-		fault = rd.boundsFault(faultOtherBounds)
-	case !addsUp(rd.counts, h.count):
-		fault = faultNotAddingUp
-	default:
-		own = true
-	}
-	switch {
-	case fault.malformed():
-	case !own && a.feedsHistogram():
-	case len(a.quantiles) > 0:
-		fault = faultOtherKind // no sketch takes explicit buckets
-	default:
-		fault = histogramFits // left out of nothing the aggregation keeps
-	}
-	var buckets []uint64
-	if own {
-		buckets = rd.counts
-	}
-	if !rd.cumulative {
-		return rd.distribution(h, buckets, nil, fault)
-	}
-	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
-	st, fresh, whole, stop := rd.judge(a, in, t, start)
-	if stop != pointAggregated {
-		return pointAdd{outcome: stop}
-	}
-	bounds := rd.boundsHash()
-	prev := *st
-	reset := !fresh && (h.count < prev.count || bounds != prev.bounds || restarted(&prev, start) ||
-		own && prev.buckets != nil && !covers(rd.counts, prev.buckets))
-	add, done := rd.wholeOrBase(fresh, whole, reset, h, buckets, nil, fault)
-	if !done {
-		var diff []uint64
-		if own && prev.buckets != nil {
-			rd.diff = subtractCounts(rd.diff[:0], rd.counts, prev.buckets)
-			diff = rd.diff
-		}
-		if own && diff == nil && fault == histogramFits {
-			fault = faultNoPreviousBuckets
-		}
-		add = rd.distribution(h.less(&prev), diff, nil, fault)
-	}
-	st.last, st.start, st.count, st.value, st.bounds = t, start, h.count, h.sum, bounds
-	st.buckets = nil
-	if own {
-		st.buckets = append(prev.buckets[:0], rd.counts...)
-	}
-	return add
-}
-
 // wholeOrBase returns what a cumulative histogram point adds when it is its stream's first point
 // (whole, if the stream began while watched, else a base) or a reset (whole: h, with buckets and
 // sk); done is false for the other points, whose increase the caller works out.
-func (rd *metricReader) wholeOrBase(fresh, whole, reset bool, h histogramHead, buckets []uint64, sk *sketch.Histogram,
+func (pa *pointAdder) wholeOrBase(fresh, whole, reset bool, h histogramHead, buckets []uint64, sk *sketch.Histogram,
 	fault histogramFault) (add pointAdd, done bool) {
 	switch {
 	case fresh && !whole:
 		return pointAdd{outcome: pointBase}, true
 	case fresh || reset:
-		add = rd.distribution(h, buckets, sk, fault)
+		add = pa.distribution(h, buckets, sk, fault)
 		add.reset = reset
 		return add, true
 	}
 	return pointAdd{}, false
 }
 
-// readCounts reads the explicit histogram point's bucket counts into rd.counts, once a point (the
-// aggregations that take it share them; none changes them).
-func (rd *metricReader) readCounts() {
-	if !rd.countsRead {
-		rd.counts = appendCounts(rd.counts[:0], rd.hist.BucketCounts())
-		rd.countsRead = true
-	}
-}
-
-// boundsHash returns the hash of the explicit histogram point's bounds, computed once a point.
-func (rd *metricReader) boundsHash() uint64 {
-	if !rd.boundsHashed {
-		rd.bounds, rd.boundsHashed = hashBounds(rd.hist.ExplicitBounds()), true
-	}
-	return rd.bounds
-}
-
-// countsFault returns faultBucketCounts for an explicit histogram point whose bucket counts are not
-// one more than its bounds (none of either is a point of count and sum alone): it breaks the data
-// model.
-func (rd *metricReader) countsFault() histogramFault {
-	if n, b := len(rd.counts), rd.hist.ExplicitBounds().Len(); n != b+1 && (n != 0 || b != 0) {
-		return faultBucketCounts
-	}
-	return histogramFits
-}
-
-// boundsFault returns faultBounds for an explicit histogram point whose bounds are not finite and
-// strictly ascending (it breaks the data model), else other; it looks at the bounds once a point.
-func (rd *metricReader) boundsFault(other histogramFault) histogramFault {
-	if !rd.faultRead {
-		rd.faultRead, rd.fault = true, histogramFits
-		prev := math.Inf(-1)
-		for _, b := range rd.hist.ExplicitBounds().All() {
-			if !(b > prev) || math.IsInf(b, 1) { // NaN fails b > prev
-				rd.fault = faultBounds
-				break
-			}
-			prev = b
-		}
-	}
-	if rd.fault != histogramFits {
-		return rd.fault
-	}
-	return other
-}
-
-// exponentialFault returns what breaks the data model in the reader's exponential point, once a
-// point: a scale outside [-10, 20], or an occupied bucket outside the indices of the finite floats at
-// its scale (no histogram holds it, whatever its offset).
-func (rd *metricReader) exponentialFault() histogramFault {
-	if rd.faultRead {
-		return rd.fault
-	}
-	rd.faultRead, rd.fault = true, histogramFits
-	dp := rd.exp
-	lo, hi, ok := sketch.IndexRange(dp.Scale())
-	switch {
-	case !ok:
-		rd.fault = faultScale
-	case !occupiedWithin(dp.Positive(), lo, hi) || !occupiedWithin(dp.Negative(), lo, hi):
-		rd.fault = faultIndices
-	}
-	return rd.fault
-}
-
-// occupiedWithin reports whether the occupied buckets of b have indices in [lo, hi]: at once when its
-// first and last buckets do, else bucket by bucket.
-func occupiedWithin(b pmetric.ExponentialHistogramDataPointBuckets, lo, hi int) bool {
-	counts := b.BucketCounts()
-	n, off := counts.Len(), int(b.Offset())
-	if n == 0 || off >= lo && off+n-1 <= hi {
-		return true
-	}
-	for k, c := range counts.All() {
-		if i := off + k; c != 0 && (i < lo || i > hi) {
-			return false
-		}
-	}
-	return true
-}
-
-func (rd *metricReader) addExponential(a *aggregation, in *metricInputs) pointAdd {
-	dp := rd.exp
-	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
-	fault := rd.exponentialFault()
-	var cur *sketch.Histogram
-	switch {
-	case fault.malformed():
-	case a.feedsSketch():
-		if cur = rd.pointSketch(); cur == nil {
-			fault = faultNotAddingUp
-		} else if a.bounds != nil && a.feedsHistogram() {
-			fault = faultOtherKind // percentiles take it, the explicit output does not
-		}
-	case a.bounds != nil && a.feedsHistogram():
-		fault = faultOtherKind
-	}
-	if !rd.cumulative {
-		return rd.distribution(h, nil, cur, fault)
-	}
-	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
-	st, fresh, whole, stop := rd.judge(a, in, t, start)
-	if stop != pointAggregated {
-		return pointAdd{outcome: stop}
-	}
-	prev := *st
-	reset := !fresh && (h.count < prev.count || restarted(&prev, start))
-	var inc *sketch.Histogram // the values added since prev
-	if !fresh && !reset && cur != nil && prev.hist != nil {
-		inc = rd.scratchSketch()
-		inc.CopyFrom(cur)
-		inc.Downscale(prev.hist.Scale())
-		reset = !inc.Subtract(prev.hist) // a bucket below its last count
-	}
-	add, done := rd.wholeOrBase(fresh, whole, reset, h, nil, cur, fault)
-	if !done {
-		if cur != nil && inc == nil && fault == histogramFits {
-			fault = faultNoPreviousBuckets
-		}
-		add = rd.distribution(h.less(&prev), nil, inc, fault)
-	}
-	st.last, st.start, st.count, st.value = t, start, h.count, h.sum
-	switch {
-	case cur == nil:
-		st.hist = nil
-	case st.hist == nil:
-		st.hist = cur.Clone()
-	default:
-		st.hist.CopyFrom(cur)
-	}
-	return add
-}
-
-// pointSketch returns the reader's exponential point as a sketch, imported once per point; nil for
-// a point that no sketch holds (see exponentialFault) or whose buckets do not add up to its count. The
-// sketch is the reader's until the batch is applied.
-func (rd *metricReader) pointSketch() *sketch.Histogram {
-	if rd.imported {
-		return rd.cur
-	}
-	rd.imported, rd.cur = true, nil
-	dp := rd.exp
-	pos, neg := dp.Positive(), dp.Negative()
-	rd.counts = appendCounts(rd.counts[:0], pos.BucketCounts())
-	rd.diff = appendCounts(rd.diff[:0], neg.BucketCounts())
-	h := rd.scratchSketch()
-	head := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
-	if !h.SetExponential(dp.Scale(), dp.ZeroCount(), pos.Offset(), rd.counts, neg.Offset(), rd.diff, dp.Sum(),
-		head.min, head.max, head.hasMinMax) || h.Count() != dp.Count() {
-		return nil
-	}
-	rd.cur = h
-	return h
-}
-
-func appendCounts(dst []uint64, s pcommon.UInt64Slice) []uint64 {
-	for _, c := range s.All() {
-		dst = append(dst, c)
-	}
-	return dst
-}
-
-func sameBounds(got pcommon.Float64Slice, want []float64) bool {
-	if got.Len() != len(want) {
-		return false
-	}
-	for i, b := range got.All() {
-		if b != want[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// addsUp reports whether bucket counts add up to count.
-func addsUp(counts []uint64, count uint64) bool {
-	var n uint64
-	for _, c := range counts {
-		if n+c < n {
-			return false
-		}
-		n += c
-	}
-	return n == count
-}
-
-// covers reports whether each bucket count is at least its last one.
-func covers(counts, prev []uint64) bool {
-	if len(counts) != len(prev) {
-		return false
-	}
-	for i, c := range counts {
-		if c < prev[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func subtractCounts(dst, counts, prev []uint64) []uint64 {
-	for i, c := range counts {
-		dst = append(dst, c-prev[i])
-	}
-	return dst
-}

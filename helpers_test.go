@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 const s = int64(time.Second)
@@ -474,3 +475,11 @@ func keys(names ...string) []GroupByKey {
 	}
 	return out
 }
+
+// The late-data reasons, as counter attributes and as the value of the late-reason attribute: the
+// names of the verdicts.
+var (
+	reasonExpired = stream.Expired.String()
+	reasonFuture  = stream.Future.String()
+	reasonInvalid = stream.Invalid.String()
+)

@@ -7,16 +7,10 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
+
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
-)
-
-// The late-data reasons, as counter attributes and as the value of the late-reason attribute, are
-// the names of the verdicts.
-var (
-	reasonExpired = stream.Expired.String()
-	reasonFuture  = stream.Future.String()
-	reasonInvalid = stream.Invalid.String()
 )
 
 // outcome is what became of one record of an ingest call, in one encoding for the engine's verdicts,
@@ -69,11 +63,11 @@ type scratch struct {
 	state    []outcome
 	judgedBy []int64 // by record; filled only once a record of the call has expired
 	faults   []fault
-	// ottlFailures are the OTTL errors of the call, by aggregation and clause
-	ottlFailures []ottlFailure
-	sourceKey    []byte
-	traceStates  traceStates
-	run          ingestRun
+	// ottl are the OTTL errors of the call
+	ottl        ottlErrors
+	sourceKey   []byte
+	traceStates traceStates
+	run         ingestRun
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -86,8 +80,7 @@ func (sc *scratch) release() {
 	sc.state = sc.state[:0]
 	sc.judgedBy = sc.judgedBy[:0]
 	sc.faults = sc.faults[:0]
-	clear(sc.ottlFailures)
-	sc.ottlFailures = sc.ottlFailures[:0]
+	sc.ottl.reset()
 	sc.run = ingestRun{}
 	scratchPool.Put(sc)
 }
@@ -144,127 +137,128 @@ func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 
 // stage runs the view's record, at event time t, through the aggregations that select it: each gets
 // the record staged in the batch, at its weight, unless the record's time is invalid or in the future,
-// or it weighs nothing for the aggregation. The record's outcome is settled by apply.
+// or it weighs nothing for the aggregation. A metric point (with run.points) is staged as what it
+// adds to each aggregation (pointAdder.add), worked out once its time is known to be on time: a
+// point that adds nothing is held back or refused. The record's outcome is settled by apply.
 func (run *ingestRun) stage(aggs []*aggregation, t int64) {
-	r, kb, b := run.r, &run.sc.key, run.b
+	r, kb, b, pr := run.r, run.key, run.b, run.points
 	rec := &run.rec
 	rec.Time, rec.Tag = t, int32(len(run.sc.state))
 	st := unmatched
+	checked, held, left := false, false, false
 	for _, a := range aggs {
 		if !a.matches(r) {
 			continue
 		}
-		var v float64
-		var why valueReason
-		var truncated bool
-		if a.computed {
-			var selected bool
-			if v, why, truncated, selected = run.readComputed(a); !selected {
+		it := staged{weight: 1}
+		switch {
+		case pr != nil:
+			if len(a.conditions) > 0 && !run.anyCondition(a) {
 				continue
 			}
-		} else {
-			v, why = a.value(r)
-			truncated = a.buildKey(kb, r)
+			if pr.refusal != pointAggregated {
+				pr.adds.refuse(a, pr.refusal)
+				left = true
+				continue
+			}
+		case a.computed:
+			var selected bool
+			if it.v, it.why, it.truncated, selected = run.readComputed(a); !selected {
+				continue
+			}
+		default:
+			it.v, it.why = a.value(r)
+			it.truncated = a.buildKey(kb, r)
 		}
-		weight, whyWeight := uint32(1), weightOK
-		if !a.weighsOne(r) {
-			if weight, whyWeight = a.weigh(r, &run.sc.traceStates); weight == 0 {
+		if pr == nil && !a.weighsOne(r) {
+			if it.weight, it.whyWeight = a.weigh(r, &run.sc.traceStates); it.weight == 0 {
 				continue // a weight below 1 rounded down: it stands for no record here
 			}
 		}
-		if st == unmatched {
-			check := b.Check(t)
-			st = outcomeOf(check)
-			if check != stream.OnTime {
-				break // future or invalid: staged for no aggregation
+		if !checked {
+			if check := b.Check(t); check != stream.OnTime {
+				st = outcomeOf(check) // future or invalid: staged for no aggregation, a point's streams unmoved
+				break
 			}
+			checked = true
+		}
+		if pr != nil {
+			if o := run.addPoint(a, &it); o != pointAggregated {
+				held, left = held || o.held(), left || !o.held()
+				continue
+			}
+		}
+		if st == unmatched {
+			st = outcomeOf(stream.OnTime)
 			if t > run.now {
 				run.tl.aheadOfClock++ // aggregated, but W does not follow it past the clock
 			}
 		}
-		if why != valueOK || whyWeight != weightOK {
-			run.sc.faults = append(run.sc.faults, fault{rec.Tag, why, whyWeight})
+		if it.why != valueOK || it.whyWeight != weightOK {
+			run.sc.faults = append(run.sc.faults, fault{rec.Tag, it.why, it.whyWeight})
 		}
-		if truncated {
+		if it.truncated {
 			run.tl.truncated++
 		}
-		rec.Agg, rec.Key, rec.Value, rec.Weight = a.index, kb.Key(), v, weight
+		rec.Agg, rec.Key = a.index, kb.Key()
+		if it.dist != nil {
+			b.StageDistribution(rec, it.dist)
+			continue
+		}
+		rec.Value, rec.Weight = it.v, it.weight
 		b.StageChecked(rec) // its time checked above, once per record
+	}
+	if st == unmatched {
+		switch {
+		case held:
+			st = heldBack
+		case left:
+			st = refused
+		}
 	}
 	run.sc.state = append(run.sc.state, st)
 }
 
-// readComputed reads what an aggregation with OTTL or defaults reads of the view's record: whether its
-// conditions select it (any one true), and if so its value and its series key (into the scratch's
-// builder). An OTTL error counts as the condition false, the key or the value missing (ottlError).
-func (run *ingestRun) readComputed(a *aggregation) (v float64, why valueReason, truncated, selected bool) {
-	r := run.r
-	if len(a.conditions) > 0 && !run.anyCondition(a) {
-		return 0, valueOK, false, false
+// staged is what the record being staged adds to one aggregation: a value (NaN: none, why says) at a
+// weight (whyWeight: why it is not the configured one), or a distribution; truncated: its key had a
+// value cut.
+type staged struct {
+	v         float64
+	why       valueReason
+	weight    uint32
+	whyWeight weightReason
+	dist      *stream.Distribution
+	truncated bool
+}
+
+// addPoint works out what the view's metric point adds to aggregation a, changing a's input stream
+// of it, into it, with its key; it returns the outcome, pointAggregated unless the point adds nothing.
+func (run *ingestRun) addPoint(a *aggregation, it *staged) pointOutcome {
+	pr := run.points
+	add := pr.adds.add(&pr.p, a, run.in)
+	if add.outcome != pointStreamLimit {
+		a.input.learn(pr.m.Unit(), pr.p.kind == pointIncrease || pr.p.kind == pointCounter)
 	}
-	if a.valueExpr != nil {
-		x, err := a.valueExpr(run.ctx, r)
-		if err != nil {
-			run.ottlError(a, clauseValue, err)
-			x = nil
-		}
-		v, why = computedNumber(x)
+	if add.outcome != pointAggregated {
+		return add.outcome
+	}
+	it.v, it.why, it.weight, it.dist = add.value, add.why, add.weight, add.dist
+	if a.computed {
+		it.truncated = run.buildComputedKey(a)
 	} else {
-		v, why = a.value(r)
+		it.truncated = a.buildKey(run.key, run.r)
 	}
-	return v, why, run.buildComputedKey(a), true
+	return pointAggregated
 }
 
-// anyCondition reports whether one of the aggregation's conditions holds for the view's record.
-func (run *ingestRun) anyCondition(a *aggregation) bool {
-	for _, cond := range a.conditions {
-		ok, err := cond(run.ctx, run.r)
-		if err != nil {
-			run.ottlError(a, clauseWhere, err)
-			continue
-		}
-		if ok {
-			return true
-		}
+// finishRun applies the run's records, copies its late ones with lateCopy when action routes them and
+// some are late, and finishes the run: an ingestFunc's end.
+func finishRun[B any](run *ingestRun, action lateAction, lateCopy func(reasonOf func(int) (string, int64)) B) (late B, routed bool, err error) {
+	run.apply()
+	if action == lateRouted && run.anyLate {
+		late, routed = lateCopy(run.lateReason), true
 	}
-	return false
-}
-
-// buildComputedKey is buildKey for keys computed by OTTL or with defaults: a value the record lacks
-// (an expression giving nil, or failing) takes the key's default, if it has one, else it is absent.
-func (run *ingestRun) buildComputedKey(a *aggregation) (truncated bool) {
-	b, r := &run.sc.key, run.r
-	b.Reset()
-	for i := range a.groupBy {
-		k, ck := &a.groupBy[i], &a.computedKeys[i]
-		switch {
-		case ck.expr != nil:
-			x, err := ck.expr(run.ctx, r)
-			if err != nil {
-				run.ottlError(a, clauseGroupBy, err)
-				x = nil
-			}
-			ok, cut := appendComputed(b, x)
-			if ok {
-				truncated = truncated || cut
-				continue
-			}
-		case k.field >= 0:
-			b.Str(serieskey.Record, r.field[k.field])
-			continue
-		default:
-			if v, src, ok := r.lookup(k.name); ok {
-				truncated = appendValue(b, src, v) || truncated
-				continue
-			}
-		}
-		if ck.hasDef {
-			appendValue(b, serieskey.Record, ck.def)
-		} else {
-			b.Absent()
-		}
-	}
-	return truncated
+	return late, routed, run.finish(run.ctx, action)
 }
 
 // setIDs sets the trace and span ids of the records staged next, for the aggregations that keep
@@ -364,11 +358,8 @@ func (run *ingestRun) endSource() {
 // ingestRun is one ingest call: its batch, the view its signal's file fills record by record, its
 // tally and its scratch.
 type ingestRun struct {
-	s   *shared
-	ctx context.Context
-	r   *record
-	// err is the first OTTL error of the call, with error_mode propagate: the call returns it
-	err     error
+	reading
+	s       *shared
 	rec     stream.Record // the record being staged, one aggregation after another
 	now     int64         // wall time the run began at
 	b       *stream.Batch
@@ -378,6 +369,10 @@ type ingestRun struct {
 	// sharedFrom is the first record of a source past max_sources, while one is being staged; -1:
 	// none
 	sharedFrom int
+	// points is the view of a call of metric points, and in the metric inputs' state; nil: a call of
+	// spans or logs
+	points *metricReader
+	in     *metricInputs
 }
 
 // beginRun begins an ingest call whose records come through view r.
@@ -385,7 +380,8 @@ func (s *shared) beginRun(ctx context.Context, r *record) *ingestRun {
 	sc := getScratch()
 	run := &sc.run
 	now := s.engine.Now()
-	*run = ingestRun{s: s, ctx: ctx, r: r, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1}
+	sc.ottl.propagate = s.cfg.ErrorMode == ottl.PropagateError
+	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, s: s, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1}
 	return run
 }
 
@@ -393,11 +389,11 @@ func (s *shared) beginRun(ctx context.Context, r *record) *ingestRun {
 // collected and sent, which the component's goroutine does.
 // It returns the call's OTTL error, with error_mode propagate.
 func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
-	s, now, err := run.s, run.now, run.err
+	s, now, err := run.s, run.now, run.sc.ottl.first
 	run.b.End()
 	s.report(ctx, &run.tl, action)
-	if len(run.sc.ottlFailures) > 0 {
-		s.reportOTTL(ctx, run.sc.ottlFailures)
+	if len(run.sc.ottl.failures) > 0 {
+		s.reportOTTL(ctx, run.sc.ottl.failures)
 	}
 	run.sc.release() // run is part of the scratch: not to be read after this
 	if s.engine.Due(now) {

@@ -2,25 +2,19 @@ package windowaggregator
 
 import (
 	"context"
-	"errors"
+	"iter"
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottllog"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/ottlfuncs"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 )
 
-// Logs: the signal, and all of the component that knows plog: the walk that shows the core each log
-// record through the record view, the routing of late log records, and the instances that take logs.
-
-var logSignal = &signal{name: "logs", input: inputLogs, record: "log", fields: []string{"severity.text"}, ottl: newLogOTTL}
-
-// The special keys of logs, by index in logSignal.fields.
-const fieldSeverityText = 0
+// Logs: all of the component that knows plog: the reader that fills the record view log record by
+// log record, the walk of a batch, and plog's names for the instances and the late copies.
 
 // logReader is the record view of one log record at a time.
 type logReader struct {
@@ -28,7 +22,7 @@ type logReader struct {
 	rl   plog.ResourceLogs
 	sl   plog.ScopeLogs
 	lr   plog.LogRecord
-	tctx *ottllog.TransformContext // as spanReader's
+	tctx transformContext[*ottllog.TransformContext]
 }
 
 var logReaders = sync.Pool{New: func() any {
@@ -38,7 +32,7 @@ var logReaders = sync.Pool{New: func() any {
 }}
 
 func (rd *logReader) release() {
-	rd.closeContext()
+	rd.tctx.close()
 	rd.clear()
 	rd.rl, rd.sl, rd.lr = plog.ResourceLogs{}, plog.ScopeLogs{}, plog.LogRecord{}
 	logReaders.Put(rd)
@@ -53,9 +47,7 @@ func (rd *logReader) setScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
 // read points the view at log record lr, and returns its event time: its timestamp, else its observed
 // timestamp.
 func (rd *logReader) read(lr plog.LogRecord) int64 {
-	if rd.tctx != nil {
-		rd.closeContext()
-	}
+	rd.tctx.close()
 	rd.lr = lr
 	rd.next(lr.Attributes())
 	rd.field[fieldSeverityText] = lr.SeverityText()
@@ -70,155 +62,70 @@ func (rd *logReader) weightSeed() uint64 {
 	return weightSeed(rd.lr.TraceID(), rd.lr.SpanID(), rd.lr.Timestamp(), rd.lr.ObservedTimestamp())
 }
 
-// context returns the log record's OTTL transform context, made on first use.
-func (rd *logReader) context() *ottllog.TransformContext {
-	if rd.tctx == nil {
-		rd.tctx = ottllog.NewTransformContext(rd.rl, rd.sl, rd.lr)
-	}
-	return rd.tctx
+func (rd *logReader) ottlContext() any {
+	return rd.tctx.get(func() *ottllog.TransformContext { return ottllog.NewTransformContext(rd.rl, rd.sl, rd.lr) })
 }
 
-func (rd *logReader) closeContext() {
-	if rd.tctx != nil {
-		rd.tctx.Close()
-		rd.tctx = nil
-	}
-}
-
-// newLogOTTL returns the parser of log aggregations' OTTL: the log context, with path context names
-// (log., resource., scope.) and the standard converters.
-func newLogOTTL(set component.TelemetrySettings) (ottlParser, error) {
-	p, err := ottllog.NewParser(ottlfuncs.StandardConverters[*ottllog.TransformContext](), set, ottllog.EnablePathContextNames())
-	return &contextParser[*ottllog.TransformContext]{p: p, contextOf: func(r *record) *ottllog.TransformContext {
-		return r.src.(*logReader).context()
-	}}, err
-}
-
-// ingestLogs aggregates the log records of ld, as ingestTraces does for spans.
-func (s *shared) ingestLogs(ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool, err error) {
+// ingestLogs aggregates the log records of ld (an ingestFunc).
+func ingestLogs(s *shared, ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool, err error) {
 	sa := &s.bySignal[inputLogs]
 	if len(sa.aggs) == 0 {
 		return late, false, nil
 	}
 	rd := logReaders.Get().(*logReader)
+	defer rd.release()
 	run := s.beginRun(ctx, &rd.record)
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		rl := rls.At(i)
+	for _, rl := range ld.ResourceLogs().All() {
 		run.setSource(rl.Resource().Attributes())
-		sls := rl.ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			sl := sls.At(j)
+		for _, sl := range rl.ScopeLogs().All() {
 			rd.setScope(rl, sl)
-			lrs := sl.LogRecords()
-			for k := 0; k < lrs.Len(); k++ {
-				run.stage(sa.aggs, rd.read(lrs.At(k)))
+			for _, lr := range sl.LogRecords().All() {
+				run.stage(sa.aggs, rd.read(lr))
 			}
 		}
 	}
-	run.apply()
-	if action == lateRouted && run.anyLate {
-		late, routed = lateLogRecords(ld, run.lateReason), true
-	}
-	err = run.finish(ctx, action)
-	rd.release()
-	return late, routed, err
+	return finishRun(run, action, func(reasonOf func(int) (string, int64)) plog.Logs { return lateCopy(&logLevels, ld, reasonOf) })
 }
 
-// lateLogRecords copies the log records of ld that reasonOf names late, as lateSpans does for spans.
-func lateLogRecords(ld plog.Logs, reasonOf func(i int) (string, int64)) plog.Logs {
-	out := plog.NewLogs()
-	n := 0
-	rls := ld.ResourceLogs()
-	for i := 0; i < rls.Len(); i++ {
-		rl := rls.At(i)
-		var outRL plog.ResourceLogs
-		sls := rl.ScopeLogs()
-		for j := 0; j < sls.Len(); j++ {
-			sl := sls.At(j)
-			var outSL plog.ScopeLogs
-			lrs := sl.LogRecords()
-			for k := 0; k < lrs.Len(); k, n = k+1, n+1 {
-				reason, w := reasonOf(n)
-				if reason == "" {
-					continue
-				}
-				if outRL == (plog.ResourceLogs{}) {
-					outRL = out.ResourceLogs().AppendEmpty()
-					rl.Resource().CopyTo(outRL.Resource())
-					outRL.SetSchemaUrl(rl.SchemaUrl())
-				}
-				if outSL == (plog.ScopeLogs{}) {
-					outSL = outRL.ScopeLogs().AppendEmpty()
-					sl.Scope().CopyTo(outSL.Scope())
-					outSL.SetSchemaUrl(sl.SchemaUrl())
-				}
-				lr := outSL.LogRecords().AppendEmpty()
-				lrs.At(k).CopyTo(lr)
-				markLate(lr.Attributes(), reason, w)
-			}
-		}
-	}
-	return out
+var logLevels = levels[plog.Logs, plog.ResourceLogs, plog.ScopeLogs, plog.LogRecord]{
+	newBatch:  plog.NewLogs,
+	resources: func(ld plog.Logs) iter.Seq2[int, plog.ResourceLogs] { return ld.ResourceLogs().All() },
+	scopes:    func(rl plog.ResourceLogs) iter.Seq2[int, plog.ScopeLogs] { return rl.ScopeLogs().All() },
+	records:   func(sl plog.ScopeLogs) iter.Seq2[int, plog.LogRecord] { return sl.LogRecords().All() },
+	addResource: func(ld plog.Logs, rl plog.ResourceLogs) plog.ResourceLogs {
+		out := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().CopyTo(out.Resource())
+		out.SetSchemaUrl(rl.SchemaUrl())
+		return out
+	},
+	addScope: func(rl plog.ResourceLogs, sl plog.ScopeLogs) plog.ScopeLogs {
+		out := rl.ScopeLogs().AppendEmpty()
+		sl.Scope().CopyTo(out.Scope())
+		out.SetSchemaUrl(sl.SchemaUrl())
+		return out
+	},
+	addRecord: func(sl plog.ScopeLogs, lr plog.LogRecord) pcommon.Map {
+		out := sl.LogRecords().AppendEmpty()
+		lr.CopyTo(out)
+		return out.Attributes()
+	},
 }
 
-// The instances that take logs, as those that take traces (spans.go).
+// The instances that take logs: the forms of instance.go, under plog's names.
+type (
+	logsToMetrics struct{ *toMetrics[plog.Logs] }
+	logsToLogs    struct{ *routing[plog.Logs] }
+	logsProcessor struct{ *passing[plog.Logs] }
+)
 
-type logsToMetrics struct{ instance }
+func (c logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error { return c.consume(ctx, ld) }
+func (c logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error    { return c.consume(ctx, ld) }
+func (p logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error { return p.consume(ctx, ld) }
 
-func (c *logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if c.s.routes[inputLogs] {
-		return nil // the logs->logs instance aggregates this batch
-	}
-	_, _, err := c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, false))
-	return err
-}
-
-type logsToLogs struct {
-	instance
-	next consumer.Logs
-}
-
-func (c *logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	late, routed, err := c.s.ingestLogs(ctx, ld, lateActionFor(c.s.cfg, true))
-	if routed {
-		err = errors.Join(err, c.next.ConsumeLogs(ctx, late))
-	}
-	return err
-}
-
-type logsProcessor struct {
-	instance
-	next consumer.Logs
-}
-
-func (p *logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if _, _, err := p.s.ingestLogs(ctx, ld, latePassed); err != nil {
-		return err // error_mode propagate: the batch is refused
-	}
-	return p.next.ConsumeLogs(ctx, ld)
-}
-
-func createLogsToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Logs, error) {
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	return &logsToMetrics{newInstance(s, s.addSink(next, inputLogs), inputLogs, true)}, nil
-}
-
-func createLogsToLogs(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Logs) (connector.Logs, error) {
-	s, err := acquireRouting(ctx, set, cfg, inputLogs)
-	if err != nil {
-		return nil, err
-	}
-	return &logsToLogs{instance: newInstance(s, nil, inputLogs, true), next: next}, nil
-}
-
-func createLogsProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	return &logsProcessor{instance: newInstance(s, nil, inputLogs, false), next: next}, nil
+var logsForms = &signalForms[plog.Logs, consumer.Logs, connector.Logs, processor.Logs]{
+	input: inputLogs, ingest: ingestLogs,
+	consumeOf: func(next consumer.Logs) func(context.Context, plog.Logs) error { return next.ConsumeLogs },
+	toMetrics: func(c *toMetrics[plog.Logs]) connector.Logs { return logsToMetrics{c} },
+	routing:   func(c *routing[plog.Logs]) connector.Logs { return logsToLogs{c} },
+	passing:   func(p *passing[plog.Logs]) processor.Logs { return logsProcessor{p} },
 }

@@ -3,10 +3,7 @@ package windowaggregator
 import (
 	"context"
 	"errors"
-	"sync"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottldatapoint"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/ottlfuncs"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
@@ -15,256 +12,30 @@ import (
 	"go.opentelemetry.io/collector/processor"
 
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
-// Metrics: the signal, and all of the component that knows pmetric as input: the walk that shows the
-// core each data point of the metrics an aggregation names, through the record view; what a point
-// adds (datapoints.go, with the input streams of inputstreams.go); the removal of the points taken
-// (drop_aggregated_input); and the instances that take metrics. A late metric point is counted and
+// Metric points as input: all of the component that knows pmetric as input, but for the reader
+// (metricreader.go) and what a point adds (datapoints.go, histograms.go): the walk that shows the
+// core each data point of the metrics an aggregation names, the removal of the points taken
+// (drop_aggregated_input), and pmetric's names for the instances. A late metric point is counted and
 // dropped: the connector's metrics output carries window results only.
 
-var metricSignal = &signal{name: "metrics", input: inputMetrics, record: "value", fields: []string{"metric.name"},
-	points: true, ottl: newMetricOTTL}
-
-// The special keys of metrics, by index in metricSignal.fields.
-const fieldMetricName = 0
-
-// metricReader is the record view of one data point at a time, with what the aggregations make of it
-// until the batch is applied: the distributions and sketches staged, and its tally.
-type metricReader struct {
-	record
-	rm         pmetric.ResourceMetrics
-	sm         pmetric.ScopeMetrics
-	m          pmetric.Metric
-	kind       pointKind
-	cumulative bool
-	// The point, in the field of its kind; refusal is pointAggregated, or why no aggregation takes it
-	// (a summary, no recorded value).
-	num     pmetric.NumberDataPoint
-	hist    pmetric.HistogramDataPoint
-	exp     pmetric.ExponentialHistogramDataPoint
-	summary pmetric.SummaryDataPoint
-	refusal pointOutcome
-	tctx    *ottldatapoint.TransformContext
-
-	// The identity of the point's stream, by part, computed when a cumulative stream first asks.
-	hasher                 identityHasher
-	resID, scopeID, nameID identity
-	resOK, scopeOK, nameOK bool
-	key                    streamKey
-	keyOK                  bool
-	imported               bool // cur is the point's sketch (see pointSketch)
-	// countsRead: counts holds an explicit point's bucket counts; boundsHashed: bounds is the hash
-	// of its bounds (see readCounts, boundsHash); faultRead: fault is what breaks the data model in
-	// the point (see explicitFault, exponentialFault)
-	countsRead, boundsHashed, faultRead bool
-	bounds                              uint64
-	fault                               histogramFault
-	cur                                 *sketch.Histogram // nil: none
-	counts, diff                        []uint64          // buffers for bucket counts
-	// The distributions staged in this call, and their bucket counts: slabs that the reader keeps
-	// (while the pool does), so that a batch of histograms allocates a few slabs, not a
-	// distribution and its counts per point.
-	dists                   [][]stream.Distribution
-	bucketSlab              []uint64
-	sketches                []*sketch.Histogram
-	usedDists, usedSketches int
-	// tally counts what the aggregations made of the call's points, by aggregation index.
-	tally []pointTally
-}
-
-// pointTally is one aggregation's counts of one call, for metric_points, input_resets and
-// incompatible_histograms (by reason).
-type pointTally struct {
-	outcomes     [numPointOutcomes]int64
-	resets       int64
-	incompatible [numHistogramFaults]int64
-}
-
-var metricReaders = sync.Pool{New: func() any {
-	rd := new(metricReader)
-	rd.src = rd
-	return rd
-}}
-
-// maxPooledSketches bounds the sketches a pooled reader keeps: a batch of many exponential points
-// must not leave all of theirs behind.
-const maxPooledSketches = 256
-
-func getMetricReader(aggs int) *metricReader {
-	rd := metricReaders.Get().(*metricReader)
-	if cap(rd.tally) < aggs {
-		rd.tally = make([]pointTally, aggs)
-	}
-	rd.tally = rd.tally[:aggs]
-	return rd
-}
-
-func (rd *metricReader) release() {
-	rd.closeContext()
-	rd.clear()
-	rd.rm, rd.sm, rd.m = pmetric.ResourceMetrics{}, pmetric.ScopeMetrics{}, pmetric.Metric{}
-	rd.num, rd.hist, rd.exp, rd.summary = pmetric.NumberDataPoint{}, pmetric.HistogramDataPoint{}, pmetric.ExponentialHistogramDataPoint{}, pmetric.SummaryDataPoint{}
-	rd.cur, rd.imported = nil, false
-	for i := range rd.usedDists {
-		d := &rd.dists[i/distSlab][i%distSlab]
-		d.Sketch, d.Buckets = nil, nil
-	}
-	rd.bucketSlab = rd.bucketSlab[:0]
-	rd.usedDists, rd.usedSketches = 0, 0
-	if len(rd.sketches) > maxPooledSketches {
-		clear(rd.sketches[maxPooledSketches:])
-		rd.sketches = rd.sketches[:maxPooledSketches]
-	}
-	clear(rd.tally)
-	metricReaders.Put(rd)
-}
-
-// distSlab and bucketSlabLen are the sizes of the slabs of distributions and of bucket counts.
-const (
-	distSlab      = 256
-	bucketSlabLen = 4096
-)
-
-// newDist returns a distribution for a record staged in this call, with n bucket counts (nil for
-// none).
-func (rd *metricReader) newDist(n int) *stream.Distribution {
-	if rd.usedDists == len(rd.dists)*distSlab {
-		rd.dists = append(rd.dists, make([]stream.Distribution, distSlab))
-	}
-	d := &rd.dists[rd.usedDists/distSlab][rd.usedDists%distSlab]
-	rd.usedDists++
-	*d = stream.Distribution{}
-	if n > 0 {
-		if len(rd.bucketSlab)+n > cap(rd.bucketSlab) {
-			// A new slab: the counts already handed out stay in the old one until Apply.
-			rd.bucketSlab = make([]uint64, 0, max(bucketSlabLen, n))
-		}
-		d.Buckets = rd.bucketSlab[len(rd.bucketSlab) : len(rd.bucketSlab)+n]
-		rd.bucketSlab = rd.bucketSlab[:len(rd.bucketSlab)+n]
-	}
-	return d
-}
-
-// scratchSketch returns a sketch that is the reader's until the call's batch is applied.
-func (rd *metricReader) scratchSketch() *sketch.Histogram {
-	if rd.usedSketches == len(rd.sketches) {
-		rd.sketches = append(rd.sketches, sketch.New(sketch.DefaultScale, sketch.DefaultMaxBuckets))
-	}
-	h := rd.sketches[rd.usedSketches]
-	rd.usedSketches++
-	return h
-}
-
-// setResource points the view at the metrics of rm.
-func (rd *metricReader) setResource(rm pmetric.ResourceMetrics) {
-	rd.rm, rd.resOK = rm, false
-}
-
-// setScope points the view at the metrics of sm.
-func (rd *metricReader) setScope(sm pmetric.ScopeMetrics) {
-	rd.sm, rd.scopeOK = sm, false
-	rd.record.setScope(sm.Scope().Attributes(), rd.rm.Resource().Attributes())
-}
-
-// setMetric points the view at the points of metric m.
-func (rd *metricReader) setMetric(m pmetric.Metric) {
-	rd.m, rd.nameOK = m, false
-	rd.kind, rd.cumulative = kindOf(m)
-	rd.field[fieldMetricName] = m.Name()
-}
-
-// point readies the view for another point, with attributes attrs, at Timestamp t; noValue: it is
-// flagged as having no recorded value.
-func (rd *metricReader) point(attrs pcommon.Map, t uint64, noValue bool) int64 {
-	if rd.tctx != nil {
-		rd.closeContext()
-	}
-	rd.next(attrs)
-	rd.keyOK, rd.imported, rd.cur = false, false, nil
-	rd.countsRead, rd.boundsHashed, rd.faultRead = false, false, false
-	rd.refusal = pointAggregated
-	switch {
-	case rd.kind == pointSummary:
-		rd.refusal = pointSummaryOutcome
-	case noValue:
-		rd.refusal = pointNoRecordedValue
-	}
-	return timeOf(t)
-}
-
-// streamKey returns the key of the point's input stream.
-func (rd *metricReader) streamKey() streamKey {
-	if rd.keyOK {
-		return rd.key
-	}
-	h := &rd.hasher
-	if !rd.resOK {
-		rd.resID, rd.resOK = h.hashMap(rd.rm.Resource().Attributes()), true
-	}
-	if !rd.scopeOK {
-		sc := rd.sm.Scope()
-		rd.scopeID, rd.scopeOK = h.hashScope(sc.Name(), sc.Version(), sc.Attributes()), true
-	}
-	if !rd.nameOK {
-		rd.nameID, rd.nameOK = h.hashName(rd.m.Name()), true
-	}
-	rd.key, rd.keyOK = h.key(rd.resID, rd.scopeID, rd.nameID, h.hashMap(rd.attrs)), true
-	return rd.key
-}
-
-func (rd *metricReader) weightSeed() uint64 { return 0 } // metric points weigh 1, or their count
-
-// context returns the point's OTTL transform context, made on first use.
-func (rd *metricReader) context() *ottldatapoint.TransformContext {
-	if rd.tctx == nil {
-		var dp any
-		switch rd.kind {
-		case pointHistogram:
-			dp = rd.hist
-		case pointExponential:
-			dp = rd.exp
-		case pointSummary:
-			dp = rd.summary
-		default:
-			dp = rd.num
-		}
-		rd.tctx = ottldatapoint.NewTransformContext(rd.rm, rd.sm, rd.m, dp)
-	}
-	return rd.tctx
-}
-
-func (rd *metricReader) closeContext() {
-	if rd.tctx != nil {
-		rd.tctx.Close()
-		rd.tctx = nil
-	}
-}
-
-// newMetricOTTL returns the parser of metrics aggregations' OTTL: the datapoint context, with path
-// context names (datapoint., metric., resource., scope.) and the standard converters.
-func newMetricOTTL(set component.TelemetrySettings) (ottlParser, error) {
-	p, err := ottldatapoint.NewParser(ottlfuncs.StandardConverters[*ottldatapoint.TransformContext](), set, ottldatapoint.EnablePathContextNames())
-	return &contextParser[*ottldatapoint.TransformContext]{p: p, contextOf: func(r *record) *ottldatapoint.TransformContext {
-		return r.src.(*metricReader).context()
-	}}, err
-}
-
-// ingestMetrics aggregates the data points of md's metrics that some aggregation names; with drop it
-// removes from md the points that an aggregation took. The points of the component's own scope (its
-// results, or another window_aggregator's) are never taken. err is an OTTL error with error_mode
-// propagate.
-func (s *shared) ingestMetrics(ctx context.Context, md pmetric.Metrics, action lateAction, drop bool) error {
+// ingestMetrics aggregates the data points of md's metrics that some aggregation names (an
+// ingestFunc, that never routes); the processor with drop_aggregated_input removes from md the points
+// that an aggregation took. The points of the component's own scope (its results, or another
+// window_aggregator's) are never taken.
+func ingestMetrics(s *shared, ctx context.Context, md pmetric.Metrics, action lateAction) (late pmetric.Metrics, routed bool, err error) {
 	sa := &s.bySignal[inputMetrics]
 	if len(sa.aggs) == 0 {
-		return nil
+		return late, false, nil
 	}
 	in := s.inputs
 	rd := getMetricReader(len(s.aggs))
+	defer rd.release()
 	in.gate.RLock()
 	run := s.beginRun(ctx, &rd.record)
+	run.points, run.in = rd, in
 	in.mu.Lock()
 	in.sweep(run.b.Watermark(), int64(s.cfg.SeriesExpiration))
 	walkTaken(md, sa, func(rm pmetric.ResourceMetrics) {
@@ -272,18 +43,16 @@ func (s *shared) ingestMetrics(ctx context.Context, md pmetric.Metrics, action l
 		rd.setResource(rm)
 	}, rd.setScope, func(m pmetric.Metric, aggs []*aggregation) {
 		rd.setMetric(m)
-		rd.stagePoints(run, aggs, in)
+		stagePoints(run, rd, aggs)
 	})
 	in.mu.Unlock()
 	run.apply()
 	in.gate.RUnlock()
-	if drop {
+	if action == latePassed && s.cfg.DropAggregatedInput {
 		removeTaken(md, sa, run.sc.state)
 	}
-	s.reportPoints(ctx, rd.tally)
-	err := run.finish(ctx, action)
-	rd.release()
-	return err
+	s.reportPoints(ctx, rd.adds.tally)
+	return late, false, run.finish(ctx, action)
 }
 
 // walkTaken calls resource, scope and metric for the parts of md whose metrics some aggregation of
@@ -316,8 +85,8 @@ func walkTaken(md pmetric.Metrics, sa *signalAggs, resource func(pmetric.Resourc
 func isInput(sm pmetric.ScopeMetrics) bool { return sm.Scope().Name() != metadata.ScopeName }
 
 // stagePoints stages each point of the view's metric for aggregations aggs.
-func (rd *metricReader) stagePoints(run *ingestRun, aggs []*aggregation, in *metricInputs) {
-	switch m := rd.m; rd.kind {
+func stagePoints(run *ingestRun, rd *metricReader, aggs []*aggregation) {
+	switch m := rd.m; rd.p.kind {
 	case pointValue, pointIncrease, pointCounter:
 		var dps pmetric.NumberDataPointSlice
 		if m.Type() == pmetric.MetricTypeSum {
@@ -325,109 +94,29 @@ func (rd *metricReader) stagePoints(run *ingestRun, aggs []*aggregation, in *met
 		} else {
 			dps = m.Gauge().DataPoints()
 		}
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			rd.num = dp
-			run.stagePoint(rd, aggs, in, rd.point(dp.Attributes(), uint64(dp.Timestamp()), dp.Flags().NoRecordedValue()))
-		}
+		stageEach(run, rd, aggs, dps.All(), func(dp pmetric.NumberDataPoint) { rd.p.num = dp })
 	case pointHistogram:
-		dps := m.Histogram().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			rd.hist = dp
-			run.stagePoint(rd, aggs, in, rd.point(dp.Attributes(), uint64(dp.Timestamp()), dp.Flags().NoRecordedValue()))
-		}
+		stageEach(run, rd, aggs, m.Histogram().DataPoints().All(), func(dp pmetric.HistogramDataPoint) { rd.p.hist = dp })
 	case pointExponential:
-		dps := m.ExponentialHistogram().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			rd.exp = dp
-			run.stagePoint(rd, aggs, in, rd.point(dp.Attributes(), uint64(dp.Timestamp()), dp.Flags().NoRecordedValue()))
-		}
+		stageEach(run, rd, aggs, m.ExponentialHistogram().DataPoints().All(), func(dp pmetric.ExponentialHistogramDataPoint) { rd.p.exp = dp })
 	case pointSummary:
-		dps := m.Summary().DataPoints()
-		for i := 0; i < dps.Len(); i++ {
-			dp := dps.At(i)
-			rd.summary = dp
-			run.stagePoint(rd, aggs, in, rd.point(dp.Attributes(), uint64(dp.Timestamp()), dp.Flags().NoRecordedValue()))
-		}
+		stageEach(run, rd, aggs, m.Summary().DataPoints().All(), func(dp pmetric.SummaryDataPoint) { rd.summary = dp })
 	}
 }
 
-// stagePoint runs the view's point, at event time t, through aggregations aggs: each that selects it
-// adds what the point adds to it (see metricReader.add), staged as a record, unless the point's time
-// is invalid or in the future, or it adds nothing. A point that its aggregations took without a
-// record is held back (with drop_aggregated_input, removed as the aggregated ones are) or refused.
-func (run *ingestRun) stagePoint(rd *metricReader, aggs []*aggregation, in *metricInputs, t int64) {
-	rec := &run.rec
-	rec.Time, rec.Tag = t, int32(len(run.sc.state))
-	st := unmatched
-	held, left := false, false
-	for _, a := range aggs {
-		if !a.matches(&rd.record) || len(a.conditions) > 0 && !run.anyCondition(a) {
-			continue
-		}
-		tl := &rd.tally[a.index]
-		if rd.refusal != pointAggregated {
-			tl.outcomes[rd.refusal]++
-			left = true
-			continue
-		}
-		if st == unmatched {
-			if check := run.b.Check(t); check != stream.OnTime {
-				st = outcomeOf(check) // future or invalid: taken by no aggregation, its streams unmoved
-				break
-			}
-		}
-		add := rd.add(a, in)
-		tl.outcomes[add.outcome]++
-		if add.reset {
-			tl.resets++
-		}
-		tl.incompatible[add.fault]++ // histogramFits is not reported
-		if add.outcome != pointStreamLimit {
-			in.byAgg[a.index].learn(rd.m.Unit(), rd.kind == pointIncrease || rd.kind == pointCounter)
-		}
-		if add.outcome != pointAggregated {
-			held = held || add.outcome.held()
-			left = left || !add.outcome.held()
-			continue
-		}
-		if st == unmatched {
-			st = outcomeOf(stream.OnTime)
-			if t > run.now {
-				run.tl.aheadOfClock++ // aggregated, but W does not follow it past the clock
-			}
-		}
-		var truncated bool
-		if a.computed {
-			truncated = run.buildComputedKey(a)
-		} else {
-			truncated = a.buildKey(&run.sc.key, &rd.record)
-		}
-		if truncated {
-			run.tl.truncated++
-		}
-		if add.why != valueOK {
-			run.sc.faults = append(run.sc.faults, fault{rec.Tag, add.why, weightOK})
-		}
-		rec.Agg, rec.Key = a.index, run.sc.key.Key()
-		if add.dist != nil {
-			run.b.StageDistribution(rec, add.dist)
-			continue
-		}
-		rec.Value, rec.Weight = add.value, add.weight
-		run.b.StageChecked(rec)
+// anyPoint is what the points of every kind have that stageEach reads.
+type anyPoint interface {
+	Attributes() pcommon.Map
+	Timestamp() pcommon.Timestamp
+	Flags() pmetric.DataPointFlags
+}
+
+// stageEach stages the points of points, each set into the view by set, for aggregations aggs.
+func stageEach[P anyPoint](run *ingestRun, rd *metricReader, aggs []*aggregation, points func(func(int, P) bool), set func(P)) {
+	for _, dp := range points {
+		set(dp)
+		run.stage(aggs, rd.point(dp.Attributes(), uint64(dp.Timestamp()), dp.Flags().NoRecordedValue()))
 	}
-	if st == unmatched {
-		switch {
-		case held:
-			st = heldBack
-		case left:
-			st = refused
-		}
-	}
-	run.sc.state = append(run.sc.state, st)
 }
 
 // removeTaken removes from md the points that an aggregation took, by their outcomes (state, in the
@@ -519,33 +208,35 @@ func (s *shared) reportPoints(ctx context.Context, tally []pointTally) {
 // The instances that take metrics: the connector's metrics->metrics instance aggregates and sends
 // window results only; the processor aggregates its pipeline's metrics and passes them on (without
 // the points taken, with drop_aggregated_input), the window results besides.
+type (
+	metricsToMetrics struct{ *toMetrics[pmetric.Metrics] }
+	metricsProcessor struct{ *passing[pmetric.Metrics] }
+)
 
-type metricsToMetrics struct{ instance }
-
-func (c *metricsToMetrics) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
-	return c.s.ingestMetrics(ctx, md, lateDropped, false)
+func (c metricsToMetrics) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	return c.consume(ctx, md)
 }
 
-type metricsProcessor struct {
-	instance
-	next consumer.Metrics
-}
-
-func (p *metricsProcessor) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
-	drop := p.s.cfg.DropAggregatedInput
-	had := drop && md.DataPointCount() > 0
-	if err := p.s.ingestMetrics(ctx, md, latePassed, drop); err != nil {
-		return err // error_mode propagate: the batch is refused
+func (p metricsProcessor) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	if p.s.cfg.DropAggregatedInput && md.DataPointCount() > 0 {
+		if _, _, err := p.ingest(p.s, ctx, md, latePassed); err != nil || md.DataPointCount() == 0 {
+			return err // error_mode propagate: the batch is refused; or every point was taken
+		}
+		return p.next(ctx, md)
 	}
-	if had && md.DataPointCount() == 0 {
-		return nil // every point was taken
-	}
-	return p.next.ConsumeMetrics(ctx, md)
+	return p.consume(ctx, md)
 }
 
 // Capabilities: removing the points taken changes the batch.
-func (p *metricsProcessor) Capabilities() consumer.Capabilities {
+func (p metricsProcessor) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: p.s.cfg.DropAggregatedInput}
+}
+
+var metricsForms = &signalForms[pmetric.Metrics, consumer.Metrics, connector.Metrics, processor.Metrics]{
+	input: inputMetrics, ingest: ingestMetrics,
+	consumeOf: func(next consumer.Metrics) func(context.Context, pmetric.Metrics) error { return next.ConsumeMetrics },
+	toMetrics: func(c *toMetrics[pmetric.Metrics]) connector.Metrics { return metricsToMetrics{c} },
+	passing:   func(p *passing[pmetric.Metrics]) processor.Metrics { return metricsProcessor{p} },
 }
 
 var errDropInConnector = errors.New("drop_aggregated_input applies to the processor form only: the connector never passes its input on")
@@ -554,17 +245,17 @@ func createMetricsToMetrics(ctx context.Context, set connector.Settings, cfg com
 	if cfg.(*Config).DropAggregatedInput {
 		return nil, errDropInConnector
 	}
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	return &metricsToMetrics{newInstance(s, s.addSink(next, inputMetrics), inputMetrics, true)}, nil
+	return metricsForms.createToMetrics(ctx, set, cfg, next)
 }
 
+// createMetricsProcessor makes the processor in a metrics pipeline: a feed of metric points, and a
+// metrics output of every signal's results.
 func createMetricsProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
+	p, err := metricsForms.createPassing(ctx, set, cfg, next)
 	if err != nil {
 		return nil, err
 	}
-	return &metricsProcessor{instance: newInstance(s, s.addSink(next, inputAny), inputMetrics, false), next: next}, nil
+	mp := p.(metricsProcessor)
+	mp.sink = mp.s.addSink(next, inputAny)
+	return mp, nil
 }

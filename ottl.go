@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/ottlfuncs"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
@@ -33,19 +34,16 @@ type ottlParser interface {
 	value(expr string) (ottlValue, error)
 }
 
-// contextParser is a signal's ottlParser: its parser for its transform context K, and how to get the
-// view's record's context.
-type contextParser[K any] struct {
-	p         ottl.Parser[K]
-	contextOf func(r *record) K
-}
+// contextParser is a signal's ottlParser: its parser for its transform context K, evaluated against
+// the context of the view's record (recordSource.ottlContext).
+type contextParser[K any] struct{ p ottl.Parser[K] }
 
 func (o *contextParser[K]) condition(expr string) (ottlCondition, error) {
 	c, err := o.p.ParseCondition(expr)
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, r *record) (bool, error) { return c.Eval(ctx, o.contextOf(r)) }, nil
+	return func(ctx context.Context, r *record) (bool, error) { return c.Eval(ctx, r.src.ottlContext().(K)) }, nil
 }
 
 func (o *contextParser[K]) value(expr string) (ottlValue, error) {
@@ -53,7 +51,17 @@ func (o *contextParser[K]) value(expr string) (ottlValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context, r *record) (any, error) { return e.Eval(ctx, o.contextOf(r)) }, nil
+	return func(ctx context.Context, r *record) (any, error) { return e.Eval(ctx, r.src.ottlContext().(K)) }, nil
+}
+
+// parserOf returns the constructor of a signal's OTTL parser: newParser of its context package, with
+// path context names (span., log., datapoint., resource., scope.) and the standard converters.
+func parserOf[K any, O any](newParser func(map[string]ottl.Factory[K], component.TelemetrySettings, ...O) (ottl.Parser[K], error),
+	pathContextNames func() O) func(component.TelemetrySettings) (ottlParser, error) {
+	return func(set component.TelemetrySettings) (ottlParser, error) {
+		p, err := newParser(ottlfuncs.StandardConverters[K](), set, pathContextNames())
+		return &contextParser[K]{p: p}, err
+	}
 }
 
 // newParser returns the signal's OTTL parser, with the standard converters.
@@ -88,14 +96,21 @@ type ottlFailure struct {
 	last   error
 }
 
-// ottlError records an OTTL error on the record being staged: counted, and with error_mode: propagate
-// the first is what the ingest call returns. The record goes on as ignore says (the condition false,
-// the key or the value missing).
-func (run *ingestRun) ottlError(a *aggregation, clause ottlClause, err error) {
-	if run.err == nil && run.s.cfg.ErrorMode == ottl.PropagateError {
-		run.err = fmt.Errorf("aggregation %q: %s: %w", a.name, ottlClauseNames[clause], err)
+// ottlErrors are the OTTL errors of one ingest call: by aggregation and clause, to be counted, and with
+// error_mode propagate the first, which the call returns.
+type ottlErrors struct {
+	propagate bool
+	first     error
+	failures  []ottlFailure
+}
+
+// add records an OTTL error on the record being read. The record goes on as ignore says (the
+// condition false, the key or the value missing).
+func (e *ottlErrors) add(a *aggregation, clause ottlClause, err error) {
+	if e.first == nil && e.propagate {
+		e.first = fmt.Errorf("aggregation %q: %s: %w", a.name, ottlClauseNames[clause], err)
 	}
-	fs := run.sc.ottlFailures
+	fs := e.failures
 	for i := range fs {
 		if fs[i].agg == a.index && fs[i].clause == clause {
 			fs[i].n++
@@ -103,7 +118,13 @@ func (run *ingestRun) ottlError(a *aggregation, clause ottlClause, err error) {
 			return
 		}
 	}
-	run.sc.ottlFailures = append(fs, ottlFailure{agg: a.index, clause: clause, n: 1, last: err})
+	e.failures = append(fs, ottlFailure{agg: a.index, clause: clause, n: 1, last: err})
+}
+
+// reset empties e for another call, keeping its buffer.
+func (e *ottlErrors) reset() {
+	clear(e.failures)
+	*e = ottlErrors{failures: e.failures[:0]}
 }
 
 // ottlErrorLogInterval bounds how often ignore logs OTTL errors: the first, then at most one line a

@@ -1,6 +1,7 @@
 package windowaggregator
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"strings"
@@ -12,7 +13,16 @@ import (
 )
 
 // What an aggregation reads of a record, through the view (record.go): whether it selects it, its
-// series key, its value and its weight.
+// series key, its value and its weight; as configured, or computed by OTTL, side by side.
+
+// reading is what reading a record needs besides its view: the call's context, the builder of the
+// series key, and where OTTL errors go.
+type reading struct {
+	ctx  context.Context
+	r    *record
+	key  *serieskey.Builder
+	errs *ottlErrors
+}
 
 // keyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), or an
 // attribute. (A group_by key computed by OTTL, or with a default, has those in the aggregation's
@@ -85,6 +95,79 @@ func (c *aggregation) matches(r *record) bool {
 		}
 	}
 	return true
+}
+
+// readComputed reads what an aggregation with OTTL or defaults reads of the view's record: whether its
+// conditions select it (any one true), and if so its value and its series key (into rg.key). An OTTL
+// error counts as the condition false, the key or the value missing (see ottlErrors).
+func (rg *reading) readComputed(a *aggregation) (v float64, why valueReason, truncated, selected bool) {
+	r := rg.r
+	if len(a.conditions) > 0 && !rg.anyCondition(a) {
+		return 0, valueOK, false, false
+	}
+	if a.valueExpr != nil {
+		x, err := a.valueExpr(rg.ctx, r)
+		if err != nil {
+			rg.errs.add(a, clauseValue, err)
+			x = nil
+		}
+		v, why = computedNumber(x)
+	} else {
+		v, why = a.value(r)
+	}
+	return v, why, rg.buildComputedKey(a), true
+}
+
+// anyCondition reports whether one of the aggregation's conditions holds for the view's record.
+func (rg *reading) anyCondition(a *aggregation) bool {
+	for _, cond := range a.conditions {
+		ok, err := cond(rg.ctx, rg.r)
+		if err != nil {
+			rg.errs.add(a, clauseWhere, err)
+			continue
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// buildComputedKey is buildKey for keys computed by OTTL or with defaults: a value the record lacks
+// (an expression giving nil, or failing) takes the key's default, if it has one, else it is absent.
+func (rg *reading) buildComputedKey(a *aggregation) (truncated bool) {
+	b, r := rg.key, rg.r
+	b.Reset()
+	for i := range a.groupBy {
+		k, ck := &a.groupBy[i], &a.computedKeys[i]
+		switch {
+		case ck.expr != nil:
+			x, err := ck.expr(rg.ctx, r)
+			if err != nil {
+				rg.errs.add(a, clauseGroupBy, err)
+				x = nil
+			}
+			ok, cut := appendComputed(b, x)
+			if ok {
+				truncated = truncated || cut
+				continue
+			}
+		case k.field >= 0:
+			b.Str(serieskey.Record, r.field[k.field])
+			continue
+		default:
+			if v, src, ok := r.lookup(k.name); ok {
+				truncated = appendValue(b, src, v) || truncated
+				continue
+			}
+		}
+		if ck.hasDef {
+			appendValue(b, serieskey.Record, ck.def)
+		} else {
+			b.Absent()
+		}
+	}
+	return truncated
 }
 
 // maxKeyValueLen bounds each string or bytes group-by value in a series key: longer values are cut

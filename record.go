@@ -40,9 +40,35 @@ type record struct {
 }
 
 // recordSource is the signal's reader of the record a view holds, for what is read only when an
-// aggregation asks: the draw that rounds a fractional weight (weightSeed of the record's identity).
+// aggregation asks: the draw that rounds a fractional weight (weightSeed of the record's identity),
+// and the record's OTTL transform context (of the signal's OTTL context package), made on first use.
 type recordSource interface {
 	weightSeed() uint64
+	ottlContext() any
+}
+
+// transformContext is a reader's OTTL transform context K of the record it holds: made when an
+// expression first asks (get), closed when the view moves on (close).
+type transformContext[K interface{ Close() }] struct {
+	tctx K
+	made bool
+}
+
+// get returns the context, made by make on first use.
+func (c *transformContext[K]) get(make func() K) K {
+	if !c.made {
+		c.tctx, c.made = make(), true
+	}
+	return c.tctx
+}
+
+// close closes the context, if it was made.
+func (c *transformContext[K]) close() {
+	if c.made {
+		c.tctx.Close()
+		var none K
+		c.tctx, c.made = none, false
+	}
 }
 
 type outerValue struct {

@@ -1,12 +1,17 @@
 package windowaggregator
 
-import "go.opentelemetry.io/collector/component"
+import (
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottldatapoint"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottllog"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottlspan"
+	"go.opentelemetry.io/collector/component"
+)
 
 // A signal is one kind of record the component aggregates. The core (ingest.go) stages, applies and
-// tallies the records of any signal, read through one view (record.go); each signal has a file of its
-// own (spans.go, logs.go, metrics.go) that walks its pdata, fills the view record by record, routes its late
-// records, and holds its connector and processor instances. A new signal is a file and an entry of
-// signals.
+// tallies the records of any signal, read through one view (record.go), and the instances of both
+// forms are written once (instance.go); each signal has a file of its own (spans.go, logs.go,
+// metrics.go) that holds its reader, which fills the view record by record, and its walk of its
+// pdata. A new signal is such a file, and its description here.
 type signal struct {
 	name   string // the value of an aggregation's signal key
 	input  int    // its index in signals, and in the per-signal tables of the state and the emitter
@@ -26,6 +31,31 @@ type signal struct {
 	// ottl returns a parser of the signal's OTTL (its transform context, with path context names).
 	ottl func(set component.TelemetrySettings) (ottlParser, error)
 }
+
+// The signals: what each one's records are, and what of the configuration applies to them.
+var (
+	spanSignal = &signal{
+		name: "spans", input: inputSpans, record: "span", fields: []string{"span.name", "span.kind", "status.code"},
+		duration: true, adjustedCount: true, exemplars: true, kinds: true,
+		ottl: parserOf(ottlspan.NewParser, ottlspan.EnablePathContextNames),
+	}
+	logSignal = &signal{name: "logs", input: inputLogs, record: "log", fields: []string{"severity.text"},
+		ottl: parserOf(ottllog.NewParser, ottllog.EnablePathContextNames)}
+	metricSignal = &signal{name: "metrics", input: inputMetrics, record: "value", fields: []string{"metric.name"}, points: true,
+		ottl: parserOf(ottldatapoint.NewParser, ottldatapoint.EnablePathContextNames)}
+)
+
+// The special keys of each signal, by index in its fields.
+const (
+	fieldSpanName = iota
+	fieldSpanKind
+	fieldStatusCode
+)
+
+const (
+	fieldSeverityText = 0
+	fieldMetricName   = 0
+)
 
 // The signals, by input. inputAny is the processor form in a metrics pipeline, which takes the
 // results of every signal.

@@ -2,32 +2,19 @@ package windowaggregator
 
 import (
 	"context"
-	"errors"
+	"iter"
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottlspan"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/ottlfuncs"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 )
 
-// Spans: the signal, and all of the component that knows ptrace: the walk that shows the core each
-// span through the record view, the routing of late spans, and the instances that take traces.
-
-var spanSignal = &signal{
-	name: "spans", input: inputSpans, record: "span", fields: []string{"span.name", "span.kind", "status.code"},
-	duration: true, adjustedCount: true, exemplars: true, kinds: true, ottl: newSpanOTTL,
-}
-
-// The special keys of spans, by index in spanSignal.fields.
-const (
-	fieldSpanName = iota
-	fieldSpanKind
-	fieldStatusCode
-)
+// Spans: all of the component that knows ptrace: the reader that fills the record view span by
+// span, the walk of a batch, and ptrace's names for the instances and the late copies.
 
 var spanKindNames = [...]string{
 	ptrace.SpanKindUnspecified: "SPAN_KIND_UNSPECIFIED", ptrace.SpanKindInternal: "SPAN_KIND_INTERNAL",
@@ -47,12 +34,6 @@ func enumName[T ~int32](names []string, i T) string {
 	return ""
 }
 
-// spanKindByConfig are the values of where.span_kind.
-var spanKindByConfig = map[string]ptrace.SpanKind{
-	"unspecified": ptrace.SpanKindUnspecified, "internal": ptrace.SpanKindInternal, "server": ptrace.SpanKindServer,
-	"client": ptrace.SpanKindClient, "producer": ptrace.SpanKindProducer, "consumer": ptrace.SpanKindConsumer,
-}
-
 // spanReader is the record view of one span at a time, with what it reads of the span decided once
 // per call from what the aggregations read: the kind and the status lie apart from the fields every
 // aggregation reads (another cache line of the span), and so does the tracestate.
@@ -62,9 +43,7 @@ type spanReader struct {
 	ss                                            ptrace.ScopeSpans
 	sp                                            ptrace.Span
 	readKind, readStatus, readIDs, readTraceState bool
-	// tctx is the span's OTTL transform context, made when an aggregation's OTTL first asks (see
-	// context) and closed when the view moves on.
-	tctx *ottlspan.TransformContext
+	tctx                                          transformContext[*ottlspan.TransformContext]
 }
 
 var spanReaders = sync.Pool{New: func() any {
@@ -82,7 +61,7 @@ func getSpanReader(sa *signalAggs) *spanReader {
 }
 
 func (rd *spanReader) release() {
-	rd.closeContext()
+	rd.tctx.close()
 	rd.clear()
 	rd.rs, rd.ss, rd.sp = ptrace.ResourceSpans{}, ptrace.ScopeSpans{}, ptrace.Span{}
 	spanReaders.Put(rd)
@@ -96,9 +75,7 @@ func (rd *spanReader) setScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
 
 // read points the view at span sp, of the scope setScope named.
 func (rd *spanReader) read(sp ptrace.Span) {
-	if rd.tctx != nil {
-		rd.closeContext()
-	}
+	rd.tctx.close()
 	rd.sp = sp
 	rd.next(sp.Attributes())
 	rd.field[fieldSpanName] = sp.Name()
@@ -117,52 +94,24 @@ func (rd *spanReader) read(sp ptrace.Span) {
 
 func (rd *spanReader) weightSeed() uint64 { return weightSeed(rd.sp.TraceID(), rd.sp.SpanID(), 0, 0) }
 
-// context returns the span's OTTL transform context, made on first use.
-func (rd *spanReader) context() *ottlspan.TransformContext {
-	if rd.tctx == nil {
-		rd.tctx = ottlspan.NewTransformContext(rd.rs, rd.ss, rd.sp)
-	}
-	return rd.tctx
+func (rd *spanReader) ottlContext() any {
+	return rd.tctx.get(func() *ottlspan.TransformContext { return ottlspan.NewTransformContext(rd.rs, rd.ss, rd.sp) })
 }
 
-func (rd *spanReader) closeContext() {
-	if rd.tctx != nil {
-		rd.tctx.Close()
-		rd.tctx = nil
-	}
-}
-
-// newSpanOTTL returns the parser of span aggregations' OTTL: the span context, with path context
-// names (span., resource., scope.) and the standard converters.
-func newSpanOTTL(set component.TelemetrySettings) (ottlParser, error) {
-	p, err := ottlspan.NewParser(ottlfuncs.StandardConverters[*ottlspan.TransformContext](), set, ottlspan.EnablePathContextNames())
-	return &contextParser[*ottlspan.TransformContext]{p: p, contextOf: func(r *record) *ottlspan.TransformContext {
-		return r.src.(*spanReader).context()
-	}}, err
-}
-
-// ingestTraces aggregates the spans of td. When action routes late data and some spans come too
-// late, too early or without a timestamp, it returns copies of them and routed true. err is an OTTL
-// error with error_mode propagate: the spans are aggregated all the same, and the batch is to be
-// refused.
-func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool, err error) {
+// ingestTraces aggregates the spans of td (an ingestFunc).
+func ingestTraces(s *shared, ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool, err error) {
 	sa := &s.bySignal[inputSpans]
 	if len(sa.aggs) == 0 {
 		return late, false, nil
 	}
 	rd := getSpanReader(sa)
+	defer rd.release()
 	run := s.beginRun(ctx, &rd.record)
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
+	for _, rs := range td.ResourceSpans().All() {
 		run.setSource(rs.Resource().Attributes())
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
+		for _, ss := range rs.ScopeSpans().All() {
 			rd.setScope(rs, ss)
-			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k++ {
-				sp := spans.At(k)
+			for _, sp := range ss.Spans().All() {
 				rd.read(sp)
 				if rd.readIDs {
 					run.setIDs(sp.TraceID(), sp.SpanID())
@@ -171,114 +120,48 @@ func (s *shared) ingestTraces(ctx context.Context, td ptrace.Traces, action late
 			}
 		}
 	}
-	run.apply()
-	if action == lateRouted && run.anyLate {
-		late, routed = lateSpans(td, run.lateReason), true
-	}
-	err = run.finish(ctx, action)
-	rd.release()
-	return late, routed, err
+	return finishRun(run, action, func(reasonOf func(int) (string, int64)) ptrace.Traces { return lateCopy(&traceLevels, td, reasonOf) })
 }
 
-// lateSpans copies the spans of td that reasonOf names late into new Traces, under copies of their
-// resource and scope, each marked with its reason and watermark. reasonOf takes a span's index in
-// td's order and returns "" for a span that is not late.
-func lateSpans(td ptrace.Traces, reasonOf func(i int) (string, int64)) ptrace.Traces {
-	out := ptrace.NewTraces()
-	n := 0
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		var outRS ptrace.ResourceSpans
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
-			var outSS ptrace.ScopeSpans
-			spans := ss.Spans()
-			for k := 0; k < spans.Len(); k, n = k+1, n+1 {
-				reason, w := reasonOf(n)
-				if reason == "" {
-					continue
-				}
-				if outRS == (ptrace.ResourceSpans{}) {
-					outRS = out.ResourceSpans().AppendEmpty()
-					rs.Resource().CopyTo(outRS.Resource())
-					outRS.SetSchemaUrl(rs.SchemaUrl())
-				}
-				if outSS == (ptrace.ScopeSpans{}) {
-					outSS = outRS.ScopeSpans().AppendEmpty()
-					ss.Scope().CopyTo(outSS.Scope())
-					outSS.SetSchemaUrl(ss.SchemaUrl())
-				}
-				sp := outSS.Spans().AppendEmpty()
-				spans.At(k).CopyTo(sp)
-				markLate(sp.Attributes(), reason, w)
-			}
-		}
-	}
-	return out
+var traceLevels = levels[ptrace.Traces, ptrace.ResourceSpans, ptrace.ScopeSpans, ptrace.Span]{
+	newBatch:  ptrace.NewTraces,
+	resources: func(td ptrace.Traces) iter.Seq2[int, ptrace.ResourceSpans] { return td.ResourceSpans().All() },
+	scopes:    func(rs ptrace.ResourceSpans) iter.Seq2[int, ptrace.ScopeSpans] { return rs.ScopeSpans().All() },
+	records:   func(ss ptrace.ScopeSpans) iter.Seq2[int, ptrace.Span] { return ss.Spans().All() },
+	addResource: func(td ptrace.Traces, rs ptrace.ResourceSpans) ptrace.ResourceSpans {
+		out := td.ResourceSpans().AppendEmpty()
+		rs.Resource().CopyTo(out.Resource())
+		out.SetSchemaUrl(rs.SchemaUrl())
+		return out
+	},
+	addScope: func(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) ptrace.ScopeSpans {
+		out := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().CopyTo(out.Scope())
+		out.SetSchemaUrl(ss.SchemaUrl())
+		return out
+	},
+	addRecord: func(ss ptrace.ScopeSpans, sp ptrace.Span) pcommon.Map {
+		out := ss.Spans().AppendEmpty()
+		sp.CopyTo(out)
+		return out.Attributes()
+	},
 }
 
-// The instances that take traces. The connector's traces->metrics instance aggregates a batch unless
-// a traces->traces instance exists, which the collector hands the same batches and which routes the
-// late spans besides.
+// The instances that take traces: the forms of instance.go, under ptrace's names.
+type (
+	tracesToMetrics struct{ *toMetrics[ptrace.Traces] }
+	tracesToTraces  struct{ *routing[ptrace.Traces] }
+	tracesProcessor struct{ *passing[ptrace.Traces] }
+)
 
-type tracesToMetrics struct{ instance }
+func (c tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error { return c.consume(ctx, td) }
+func (c tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error  { return c.consume(ctx, td) }
+func (p tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error { return p.consume(ctx, td) }
 
-func (c *tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if c.s.routes[inputSpans] {
-		return nil // the traces->traces instance aggregates this batch
-	}
-	_, _, err := c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, false))
-	return err
-}
-
-type tracesToTraces struct {
-	instance
-	next consumer.Traces
-}
-
-func (c *tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	late, routed, err := c.s.ingestTraces(ctx, td, lateActionFor(c.s.cfg, true))
-	if routed {
-		err = errors.Join(err, c.next.ConsumeTraces(ctx, late))
-	}
-	return err
-}
-
-// tracesProcessor aggregates and passes every span on unchanged, late ones included.
-type tracesProcessor struct {
-	instance
-	next consumer.Traces
-}
-
-func (p *tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if _, _, err := p.s.ingestTraces(ctx, td, latePassed); err != nil {
-		return err // error_mode propagate: the batch is refused
-	}
-	return p.next.ConsumeTraces(ctx, td)
-}
-
-func createTracesToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Traces, error) {
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	return &tracesToMetrics{newInstance(s, s.addSink(next, inputSpans), inputSpans, true)}, nil
-}
-
-func createTracesToTraces(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Traces) (connector.Traces, error) {
-	s, err := acquireRouting(ctx, set, cfg, inputSpans)
-	if err != nil {
-		return nil, err
-	}
-	return &tracesToTraces{instance: newInstance(s, nil, inputSpans, true), next: next}, nil
-}
-
-func createTracesProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
-	s, err := acquire(ctx, set.TelemetrySettings, set.ID, cfg.(*Config))
-	if err != nil {
-		return nil, err
-	}
-	return &tracesProcessor{instance: newInstance(s, nil, inputSpans, false), next: next}, nil
+var tracesForms = &signalForms[ptrace.Traces, consumer.Traces, connector.Traces, processor.Traces]{
+	input: inputSpans, ingest: ingestTraces,
+	consumeOf: func(next consumer.Traces) func(context.Context, ptrace.Traces) error { return next.ConsumeTraces },
+	toMetrics: func(c *toMetrics[ptrace.Traces]) connector.Traces { return tracesToMetrics{c} },
+	routing:   func(c *routing[ptrace.Traces]) connector.Traces { return tracesToTraces{c} },
+	passing:   func(p *passing[ptrace.Traces]) processor.Traces { return tracesProcessor{p} },
 }

@@ -1,0 +1,284 @@
+package windowaggregator
+
+import (
+	"math"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/windowaggregator/windowaggregator/processor/sketch"
+)
+
+// What a histogram point adds to an aggregation: to its explicit histogram output the counts of a
+// point of the same bounds, to its sketch (an exponential histogram output, the percentiles) an
+// exponential point, merged at the coarser scale; a cumulative point the increase since its stream's
+// last point, bucket by bucket. A point of the other kind, of other bounds, or that breaks the data
+// model adds to count and sum alone, and says why (histogramFault).
+
+func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricInputs) pointAdd {
+	dp := p.hist
+	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
+	pa.readCounts(dp)
+	// own: its buckets are the aggregation's explicit buckets, and add up to its count. Bounds that
+	// are the aggregation's are finite and ascending: only others are checked.
+	fault := pa.countsFault(dp)
+	own := false
+	switch {
+	case fault != histogramFits:
+	case a.bounds == nil:
+		fault = pa.boundsFault(dp, faultOtherKind)
+	case !sameBounds(dp.ExplicitBounds(), a.bounds):
+		fault = pa.boundsFault(dp, faultOtherBounds)
+	case !addsUp(pa.counts, h.count):
+		fault = faultNotAddingUp
+	default:
+		own = true
+	}
+	switch {
+	case fault.malformed():
+	case !own && a.feedsHistogram():
+	case len(a.quantiles) > 0:
+		fault = faultOtherKind // no sketch takes explicit buckets
+	default:
+		fault = histogramFits // left out of nothing the aggregation keeps
+	}
+	var buckets []uint64
+	if own {
+		buckets = pa.counts
+	}
+	if !p.cumulative {
+		return pa.distribution(h, buckets, nil, fault)
+	}
+	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
+	st, fresh, whole, stop := judge(p, a, in, t, start)
+	if stop != pointAggregated {
+		return pointAdd{outcome: stop}
+	}
+	bounds := pa.boundsHash(dp)
+	prev := *st
+	reset := !fresh && (h.count < prev.count || bounds != prev.bounds || restarted(&prev, start) ||
+		own && prev.buckets != nil && !covers(pa.counts, prev.buckets))
+	add, done := pa.wholeOrBase(fresh, whole, reset, h, buckets, nil, fault)
+	if !done {
+		var diff []uint64
+		if own && prev.buckets != nil {
+			pa.diff = subtractCounts(pa.diff[:0], pa.counts, prev.buckets)
+			diff = pa.diff
+		}
+		if own && diff == nil && fault == histogramFits {
+			fault = faultNoPreviousBuckets
+		}
+		add = pa.distribution(h.less(&prev), diff, nil, fault)
+	}
+	st.last, st.start, st.count, st.value, st.bounds = t, start, h.count, h.sum, bounds
+	st.buckets = nil
+	if own {
+		st.buckets = append(prev.buckets[:0], pa.counts...)
+	}
+	return add
+}
+
+// readCounts reads the explicit histogram point's bucket counts into pa.counts, once a point (the
+// aggregations that take it share them; none changes them).
+func (pa *pointAdder) readCounts(dp pmetric.HistogramDataPoint) {
+	if !pa.countsRead {
+		pa.counts = appendCounts(pa.counts[:0], dp.BucketCounts())
+		pa.countsRead = true
+	}
+}
+
+// boundsHash returns the hash of the explicit histogram point's bounds, computed once a point.
+func (pa *pointAdder) boundsHash(dp pmetric.HistogramDataPoint) uint64 {
+	if !pa.boundsHashed {
+		pa.bounds, pa.boundsHashed = hashBounds(dp.ExplicitBounds()), true
+	}
+	return pa.bounds
+}
+
+// countsFault returns faultBucketCounts for an explicit histogram point whose bucket counts are not
+// one more than its bounds (none of either is a point of count and sum alone): it breaks the data
+// model.
+func (pa *pointAdder) countsFault(dp pmetric.HistogramDataPoint) histogramFault {
+	if n, b := len(pa.counts), dp.ExplicitBounds().Len(); n != b+1 && (n != 0 || b != 0) {
+		return faultBucketCounts
+	}
+	return histogramFits
+}
+
+// boundsFault returns faultBounds for an explicit histogram point whose bounds are not finite and
+// strictly ascending (it breaks the data model), else other; it looks at the bounds once a point.
+func (pa *pointAdder) boundsFault(dp pmetric.HistogramDataPoint, other histogramFault) histogramFault {
+	if !pa.faultRead {
+		pa.faultRead, pa.fault = true, histogramFits
+		prev := math.Inf(-1)
+		for _, b := range dp.ExplicitBounds().All() {
+			if !(b > prev) || math.IsInf(b, 1) { // NaN fails b > prev
+				pa.fault = faultBounds
+				break
+			}
+			prev = b
+		}
+	}
+	if pa.fault != histogramFits {
+		return pa.fault
+	}
+	return other
+}
+
+// exponentialFault returns what breaks the data model in the reader's exponential point, once a
+// point: a scale outside [-10, 20], or an occupied bucket outside the indices of the finite floats at
+// its scale (no histogram holds it, whatever its offset).
+func (pa *pointAdder) exponentialFault(dp pmetric.ExponentialHistogramDataPoint) histogramFault {
+	if pa.faultRead {
+		return pa.fault
+	}
+	pa.faultRead, pa.fault = true, histogramFits
+	lo, hi, ok := sketch.IndexRange(dp.Scale())
+	switch {
+	case !ok:
+		pa.fault = faultScale
+	case !occupiedWithin(dp.Positive(), lo, hi) || !occupiedWithin(dp.Negative(), lo, hi):
+		pa.fault = faultIndices
+	}
+	return pa.fault
+}
+
+// occupiedWithin reports whether the occupied buckets of b have indices in [lo, hi]: at once when its
+// first and last buckets do, else bucket by bucket.
+func occupiedWithin(b pmetric.ExponentialHistogramDataPointBuckets, lo, hi int) bool {
+	counts := b.BucketCounts()
+	n, off := counts.Len(), int(b.Offset())
+	if n == 0 || off >= lo && off+n-1 <= hi {
+		return true
+	}
+	for k, c := range counts.All() {
+		if i := off + k; c != 0 && (i < lo || i > hi) {
+			return false
+		}
+	}
+	return true
+}
+
+func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricInputs) pointAdd {
+	dp := p.exp
+	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
+	fault := pa.exponentialFault(dp)
+	var cur *sketch.Histogram
+	switch {
+	case fault.malformed():
+	case a.feedsSketch():
+		if cur = pa.pointSketch(dp); cur == nil {
+			fault = faultNotAddingUp
+		} else if a.bounds != nil && a.feedsHistogram() {
+			fault = faultOtherKind // percentiles take it, the explicit output does not
+		}
+	case a.bounds != nil && a.feedsHistogram():
+		fault = faultOtherKind
+	}
+	if !p.cumulative {
+		return pa.distribution(h, nil, cur, fault)
+	}
+	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
+	st, fresh, whole, stop := judge(p, a, in, t, start)
+	if stop != pointAggregated {
+		return pointAdd{outcome: stop}
+	}
+	prev := *st
+	reset := !fresh && (h.count < prev.count || restarted(&prev, start))
+	var inc *sketch.Histogram // the values added since prev
+	if !fresh && !reset && cur != nil && prev.hist != nil {
+		inc = pa.scratchSketch()
+		inc.CopyFrom(cur)
+		inc.Downscale(prev.hist.Scale())
+		reset = !inc.Subtract(prev.hist) // a bucket below its last count
+	}
+	add, done := pa.wholeOrBase(fresh, whole, reset, h, nil, cur, fault)
+	if !done {
+		if cur != nil && inc == nil && fault == histogramFits {
+			fault = faultNoPreviousBuckets
+		}
+		add = pa.distribution(h.less(&prev), nil, inc, fault)
+	}
+	st.last, st.start, st.count, st.value = t, start, h.count, h.sum
+	switch {
+	case cur == nil:
+		st.hist = nil
+	case st.hist == nil:
+		st.hist = cur.Clone()
+	default:
+		st.hist.CopyFrom(cur)
+	}
+	return add
+}
+
+// pointSketch returns exponential point dp as a sketch, imported once per point; nil for
+// a point that no sketch holds (see exponentialFault) or whose buckets do not add up to its count. The
+// sketch is the adder's until the batch is applied.
+func (pa *pointAdder) pointSketch(dp pmetric.ExponentialHistogramDataPoint) *sketch.Histogram {
+	if pa.imported {
+		return pa.cur
+	}
+	pa.imported, pa.cur = true, nil
+	pos, neg := dp.Positive(), dp.Negative()
+	pa.counts = appendCounts(pa.counts[:0], pos.BucketCounts())
+	pa.diff = appendCounts(pa.diff[:0], neg.BucketCounts())
+	h := pa.scratchSketch()
+	head := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
+	if !h.SetExponential(dp.Scale(), dp.ZeroCount(), pos.Offset(), pa.counts, neg.Offset(), pa.diff, dp.Sum(),
+		head.min, head.max, head.hasMinMax) || h.Count() != dp.Count() {
+		return nil
+	}
+	pa.cur = h
+	return h
+}
+
+func appendCounts(dst []uint64, s pcommon.UInt64Slice) []uint64 {
+	for _, c := range s.All() {
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func sameBounds(got pcommon.Float64Slice, want []float64) bool {
+	if got.Len() != len(want) {
+		return false
+	}
+	for i, b := range got.All() {
+		if b != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// addsUp reports whether bucket counts add up to count.
+func addsUp(counts []uint64, count uint64) bool {
+	var n uint64
+	for _, c := range counts {
+		if n+c < n {
+			return false
+		}
+		n += c
+	}
+	return n == count
+}
+
+// covers reports whether each bucket count is at least its last one.
+func covers(counts, prev []uint64) bool {
+	if len(counts) != len(prev) {
+		return false
+	}
+	for i, c := range counts {
+		if c < prev[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func subtractCounts(dst, counts, prev []uint64) []uint64 {
+	for i, c := range counts {
+		dst = append(dst, c-prev[i])
+	}
+	return dst
+}

@@ -1,0 +1,131 @@
+package windowaggregator
+
+import (
+	"sync"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottldatapoint"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// metricReader is the record view of one data point at a time: its attributes, its scope's and its
+// resource's, the metric's name; the point itself (p), with the identity of its input stream; and
+// what the aggregations make of the call's points until the batch is applied (adds).
+type metricReader struct {
+	record
+	rm pmetric.ResourceMetrics
+	sm pmetric.ScopeMetrics
+	m  pmetric.Metric
+	p  dataPoint
+	// summary is the point of a summary, for OTTL; refusal is pointAggregated, or why no aggregation
+	// takes the point (a summary, no recorded value).
+	summary pmetric.SummaryDataPoint
+	refusal pointOutcome
+	tctx    transformContext[*ottldatapoint.TransformContext]
+
+	// The identity of the point's stream, by part, computed when a cumulative stream first asks.
+	hasher                 identityHasher
+	resID, scopeID, nameID identity
+	resOK, scopeOK, nameOK bool
+	key                    streamKey
+	keyOK                  bool
+
+	adds pointAdder
+}
+
+var metricReaders = sync.Pool{New: func() any {
+	rd := new(metricReader)
+	rd.src = rd
+	rd.p.streamKey = rd.streamKey
+	return rd
+}}
+
+// getMetricReader returns a reader for a call, of a component of aggs aggregations.
+func getMetricReader(aggs int) *metricReader {
+	rd := metricReaders.Get().(*metricReader)
+	rd.adds.begin(aggs)
+	return rd
+}
+
+func (rd *metricReader) release() {
+	rd.tctx.close()
+	rd.clear()
+	rd.rm, rd.sm, rd.m, rd.summary = pmetric.ResourceMetrics{}, pmetric.ScopeMetrics{}, pmetric.Metric{}, pmetric.SummaryDataPoint{}
+	rd.p.num, rd.p.hist, rd.p.exp = pmetric.NumberDataPoint{}, pmetric.HistogramDataPoint{}, pmetric.ExponentialHistogramDataPoint{}
+	rd.adds.release()
+	metricReaders.Put(rd)
+}
+
+// setResource points the view at the metrics of rm.
+func (rd *metricReader) setResource(rm pmetric.ResourceMetrics) {
+	rd.rm, rd.resOK = rm, false
+}
+
+// setScope points the view at the metrics of sm.
+func (rd *metricReader) setScope(sm pmetric.ScopeMetrics) {
+	rd.sm, rd.scopeOK = sm, false
+	rd.record.setScope(sm.Scope().Attributes(), rd.rm.Resource().Attributes())
+}
+
+// setMetric points the view at the points of metric m.
+func (rd *metricReader) setMetric(m pmetric.Metric) {
+	rd.m, rd.nameOK = m, false
+	rd.p.kind, rd.p.cumulative = kindOf(m)
+	rd.field[fieldMetricName] = m.Name()
+}
+
+// point readies the view for another point, with attributes attrs, at Timestamp t; noValue: it is
+// flagged as having no recorded value.
+func (rd *metricReader) point(attrs pcommon.Map, t uint64, noValue bool) int64 {
+	rd.tctx.close()
+	rd.next(attrs)
+	rd.keyOK = false
+	rd.adds.next()
+	rd.refusal = pointAggregated
+	switch {
+	case rd.p.kind == pointSummary:
+		rd.refusal = pointSummaryOutcome
+	case noValue:
+		rd.refusal = pointNoRecordedValue
+	}
+	return timeOf(t)
+}
+
+// streamKey returns the key of the point's input stream.
+func (rd *metricReader) streamKey() streamKey {
+	if rd.keyOK {
+		return rd.key
+	}
+	h := &rd.hasher
+	if !rd.resOK {
+		rd.resID, rd.resOK = h.hashMap(rd.rm.Resource().Attributes()), true
+	}
+	if !rd.scopeOK {
+		sc := rd.sm.Scope()
+		rd.scopeID, rd.scopeOK = h.hashScope(sc.Name(), sc.Version(), sc.Attributes()), true
+	}
+	if !rd.nameOK {
+		rd.nameID, rd.nameOK = h.hashName(rd.m.Name()), true
+	}
+	rd.key, rd.keyOK = h.key(rd.resID, rd.scopeID, rd.nameID, h.hashMap(rd.attrs)), true
+	return rd.key
+}
+
+func (rd *metricReader) weightSeed() uint64 { return 0 } // metric points weigh 1, or their count
+
+func (rd *metricReader) ottlContext() any {
+	return rd.tctx.get(func() *ottldatapoint.TransformContext {
+		var dp any
+		switch rd.p.kind {
+		case pointHistogram:
+			dp = rd.p.hist
+		case pointExponential:
+			dp = rd.p.exp
+		case pointSummary:
+			dp = rd.summary
+		default:
+			dp = rd.p.num
+		}
+		return ottldatapoint.NewTransformContext(rd.rm, rd.sm, rd.m, dp)
+	})
+}
