@@ -175,7 +175,9 @@ const (
 
 // refuse tallies a point that aggregation a leaves out, as outcome says (a summary, no recorded
 // value).
-func (pa *pointAdder) refuse(a *aggregation, outcome pointOutcome) { pa.tally[a.index].outcomes[outcome]++ }
+func (pa *pointAdder) refuse(a *aggregation, outcome pointOutcome) {
+	pa.tally[a.index].outcomes[outcome]++
+}
 
 // begin readies the adder for a call with aggs aggregations.
 func (pa *pointAdder) begin(aggs int) {
@@ -261,7 +263,6 @@ func (pa *pointAdder) add(p *dataPoint, a *aggregation, in *metricInputs) pointA
 	tl.incompatible[add.fault]++ // histogramFits is not reported
 	return add
 }
-
 
 // numberOf reads a number point's value: none for a point whose value is not set (OTLP requires one,
 // but a point can come without).
@@ -409,4 +410,3 @@ func (pa *pointAdder) wholeOrBase(fresh, whole, reset bool, h histogramHead, buc
 	}
 	return pointAdd{}, false
 }
-

@@ -118,9 +118,13 @@ type (
 	logsProcessor struct{ *passing[plog.Logs] }
 )
 
-func (c logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error { return c.consume(ctx, ld) }
-func (c logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error    { return c.consume(ctx, ld) }
-func (p logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error { return p.consume(ctx, ld) }
+func (c logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	return c.consume(ctx, ld)
+}
+func (c logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error { return c.consume(ctx, ld) }
+func (p logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	return p.consume(ctx, ld)
+}
 
 var logsForms = &signalForms[plog.Logs, consumer.Logs, connector.Logs, processor.Logs]{
 	input: inputLogs, ingest: ingestLogs,

@@ -154,9 +154,15 @@ type (
 	tracesProcessor struct{ *passing[ptrace.Traces] }
 )
 
-func (c tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error { return c.consume(ctx, td) }
-func (c tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error  { return c.consume(ctx, td) }
-func (p tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error { return p.consume(ctx, td) }
+func (c tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return c.consume(ctx, td)
+}
+func (c tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return c.consume(ctx, td)
+}
+func (p tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	return p.consume(ctx, td)
+}
 
 var tracesForms = &signalForms[ptrace.Traces, consumer.Traces, connector.Traces, processor.Traces]{
 	input: inputSpans, ingest: ingestTraces,
