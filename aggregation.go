@@ -5,9 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/otel/metric"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
@@ -29,16 +27,10 @@ type aggregation struct {
 	// conditions are where.conditions: any one true selects a record; valueExpr is value: {ottl}
 	conditions []ottlCondition
 	valueExpr  ottlValue
-	// ottlErrorOptions are the attributes its OTTL errors are counted with, by clause
-	ottlErrorOptions [numOTTLClauses][]metric.AddOption
-	// metricNames are where.metric_names, for metrics; pointOptions the attributes its metric_points
-	// are counted with, by outcome, incompatibleOptions its incompatible_histograms, by reason, and
-	// aggregationOption its name alone
-	metricNames         []string
-	input               *pointInput // for metrics, what it keeps of its input (see metricInputs)
-	pointOptions        [numPointOutcomes][]metric.AddOption
-	aggregationOption   []metric.AddOption
-	incompatibleOptions [numHistogramFaults][]metric.AddOption
+	// metricNames are where.metric_names, for metrics; input is what it keeps of its input (see
+	// metricInputs)
+	metricNames []string
+	input       *pointInput
 	// stampsInstance: its output resources carry the outputs' service.instance.id (shared.instance;
 	// it does not group by that key)
 	stampsInstance bool
@@ -59,18 +51,39 @@ type aggregation struct {
 	exemplars int
 }
 
-// compileAggregation compiles aggregation a, the index-th, its OTTL with a parser of telemetry set.
-func compileAggregation(index int, a AggregationConfig, set component.TelemetrySettings) (*aggregation, error) {
-	sg := signalNamed(a.Signal)
+// keyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), or an
+// attribute. (A group_by key computed by OTTL, or with a default, has those in the aggregation's
+// computedKey, by position.)
+type keyRef struct {
+	name  string
+	field int // index in the signal's fields; -1: an attribute
+}
+
+// computedKey is what a group_by key adds to keyRef: an OTTL expression that computes its value
+// (nil: read as keyRef says), and its value for a record that lacks it (with hasDef).
+type computedKey struct {
+	expr   ottlValue
+	def    pcommon.Value
+	hasDef bool
+}
+
+func newKeyRef(name string, sg *signal) keyRef { return keyRef{name: name, field: sg.field(name)} }
+
+// condition is one where.attributes equality.
+type condition struct {
+	key  keyRef
+	want pcommon.Value
+}
+
+// compileAggregation compiles aggregation a, the index-th, its OTTL by parsers.
+func compileAggregation(index int, a AggregationConfig, parsers *ottlParsers) (*aggregation, error) {
+	sg := signalNamed(string(a.Signal))
 	c := &aggregation{index: index, name: a.Name, signal: sg, histMax: defaultHistogramMaxSize}
-	c.ottlErrorOptions = ottlErrorOptions(a.Name)
-	c.pointOptions, c.aggregationOption = pointOptions(a.Name)
-	c.incompatibleOptions = incompatibleOptions(a.Name)
-	var parser ottlParser // made for the first expression
+	var parser ottlParser // taken for the first expression
 	parse := func(what string, p func(ottlParser) error) error {
 		if parser == nil {
 			var err error
-			if parser, err = sg.newParser(set); err != nil {
+			if parser, err = parsers.parser(sg); err != nil {
 				return fmt.Errorf("aggregation %q: %s: %w", a.Name, what, err)
 			}
 		}
@@ -129,11 +142,11 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 	switch {
 	case a.isDuration():
 		c.duration, c.hasValue = true, true
-		c.unit = a.Unit
-		if c.unit == "" {
-			c.unit = "ms"
+		unit := a.Unit
+		if unit == "" {
+			unit = "ms"
 		}
-		c.unitScale = unitScale[c.unit]
+		c.unit, c.unitScale = string(unit), unitScale[unit]
 	case strings.HasPrefix(a.Value.Source, valueAttributePrefix):
 		c.valueKey = newKeyRef(strings.TrimPrefix(a.Value.Source, valueAttributePrefix), sg)
 		c.hasValue = true
@@ -150,8 +163,8 @@ func compileAggregation(index int, a AggregationConfig, set component.TelemetryS
 	switch w := a.weight(); {
 	case w == weightAdjustedCountName:
 		c.weight = weighAdjustedCount
-	case strings.HasPrefix(w, valueAttributePrefix):
-		c.weight, c.weightKey = weighAttribute, newKeyRef(strings.TrimPrefix(w, valueAttributePrefix), sg)
+	case strings.HasPrefix(string(w), valueAttributePrefix):
+		c.weight, c.weightKey = weighAttribute, newKeyRef(strings.TrimPrefix(string(w), valueAttributePrefix), sg)
 	}
 	var err error
 	if c.outputs, c.quantiles, err = delivery.Compile(a.outputs()); err != nil {
@@ -229,3 +242,38 @@ func (c *aggregation) monotonicSum() bool {
 	}
 	return c.duration
 }
+
+// signalAggs are the aggregations of one signal and what they read of its records: the signal's file
+// reads only that.
+type signalAggs struct {
+	aggs []*aggregation
+	// fields: bit i, some aggregation reads the signal's special key i
+	fields uint32
+	// ids: some keeps exemplars, for which the records' trace and span ids are read
+	ids bool
+	// weighs: some weighs records (weight other than none); adjusted: by their adjusted count, for
+	// which spans' tracestates are read
+	weighs, adjusted bool
+	// kinds: some selects records by their kind (where.span_kind)
+	kinds bool
+	// byName: for metrics, the aggregations that take the points of each metric name
+	byName map[string][]*aggregation
+}
+
+func (sa *signalAggs) add(a *aggregation) {
+	sa.aggs = append(sa.aggs, a)
+	sa.fields |= a.fields()
+	sa.ids = sa.ids || a.exemplars > 0
+	sa.weighs = sa.weighs || a.weight != weighNone
+	sa.adjusted = sa.adjusted || a.weight == weighAdjustedCount
+	sa.kinds = sa.kinds || a.kinds != 0
+	for _, name := range a.metricNames {
+		if sa.byName == nil {
+			sa.byName = map[string][]*aggregation{}
+		}
+		sa.byName[name] = append(sa.byName[name], a)
+	}
+}
+
+// reads reports whether some aggregation reads special key i.
+func (sa *signalAggs) reads(i int) bool { return sa.fields&(1<<i) != 0 }

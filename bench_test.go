@@ -105,7 +105,7 @@ func BenchmarkConnectorTraces(b *testing.B) {
 // http.request.method.
 func BenchmarkBuildKey(b *testing.B) {
 	cfg := AggregationConfig{Name: "http", Signal: "spans", GroupBy: keys("service.name", "span.name", "http.request.method")}
-	agg, err := compileAggregation(0, cfg, validationSettings)
+	agg, err := compileAggregation(0, cfg, newOTTLParsers(validationSettings))
 	if err != nil {
 		b.Fatal(err)
 	}

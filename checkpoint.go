@@ -13,6 +13,9 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
+
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
+	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
@@ -31,9 +34,17 @@ const (
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
-// checkpointer saves and restores the shared state through a storage extension.
+// checkpointer saves and restores the state of component id (its engine, its metric inputs, the
+// emitter's queue) through the storage extension its configuration names.
 type checkpointer struct {
-	s      *shared
+	id      component.ID
+	cfg     *Config
+	logger  *zap.Logger
+	tel     *telemetry
+	engine  *stream.Engine
+	inputs  *metricInputs
+	emitter *delivery.Emitter
+
 	mu     sync.Mutex
 	client storage.Client
 	// ext is the storage extension; while client is nil after a failed open, each save tries to
@@ -49,15 +60,13 @@ type checkpointer struct {
 // Durable reports whether checkpoints are being written: the emitter's delivery.Durability.
 func (c *checkpointer) Durable() bool { return c.isOpen.Load() && !c.failing.Load() }
 
-func newCheckpointer(s *shared) *checkpointer { return &checkpointer{s: s} }
-
 // start opens the storage client and restores the last checkpoint. A checkpoint that cannot be read is
 // logged and counted, and the component starts clean. A storage extension that is missing or of
 // another kind fails start (a configuration error); one whose client cannot be opened (a damaged
 // file, say) is logged and counted, and the component runs without durable state, trying again at
 // each checkpoint.
 func (c *checkpointer) start(ctx context.Context, host component.Host) error {
-	id := *c.s.cfg.Storage
+	id := *c.cfg.Storage
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
 		return fmt.Errorf("storage: extension %q is not configured in the service's extensions", id)
@@ -79,50 +88,49 @@ func (c *checkpointer) start(ctx context.Context, host component.Host) error {
 // open opens the storage client (under mu), and reports whether it did; a failure, or a panic of the
 // storage's own code on a damaged file, is logged and counted.
 func (c *checkpointer) open(ctx context.Context) (ok bool) {
-	id := *c.s.cfg.Storage
+	id := *c.cfg.Storage
 	defer func() {
 		if p := recover(); p != nil {
 			c.openFailed(ctx, fmt.Errorf("panic: %v", p))
 			ok = false
 		}
 	}()
-	client, err := c.ext.GetClient(ctx, component.KindProcessor, c.s.id, "")
+	client, err := c.ext.GetClient(ctx, component.KindProcessor, c.id, "")
 	if err != nil {
 		c.openFailed(ctx, err)
 		return false
 	}
 	c.client = client
 	c.isOpen.Store(true)
-	c.s.logger.Info("Opened the storage for window state checkpoints", zap.String("storage", id.String()))
+	c.logger.Info("Opened the storage for window state checkpoints", zap.String("storage", id.String()))
 	return true
 }
 
 func (c *checkpointer) openFailed(ctx context.Context, err error) {
-	c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("open_failed"))
-	c.s.logger.Error("Cannot open the storage for window state checkpoints; running without durable state, trying again at each checkpoint",
-		zap.String("storage", c.s.cfg.Storage.String()), zap.Error(err))
+	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("open_failed"))
+	c.logger.Error("Cannot open the storage for window state checkpoints; running without durable state, trying again at each checkpoint",
+		zap.String("storage", c.cfg.Storage.String()), zap.Error(err))
 }
 
 func (c *checkpointer) restore(ctx context.Context) {
-	s := c.s
 	data, err := c.client.Get(ctx, checkpointKey)
 	switch {
 	case err != nil:
-		s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
-		s.logger.Error("Cannot read the window state checkpoint; starting with empty windows", zap.Error(err))
+		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
+		c.logger.Error("Cannot read the window state checkpoint; starting with empty windows", zap.Error(err))
 		return
 	case len(data) == 0:
-		s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("empty"))
-		s.logger.Info("No window state checkpoint in storage; starting with empty windows", zap.Bool("zero_length_value", data != nil))
+		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("empty"))
+		c.logger.Info("No window state checkpoint in storage; starting with empty windows", zap.Bool("zero_length_value", data != nil))
 		return
 	}
 	if err := c.decode(data); err != nil {
-		s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
-		s.logger.Error("Discarding an unreadable window state checkpoint; starting with empty windows", zap.Error(err))
+		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
+		c.logger.Error("Discarding an unreadable window state checkpoint; starting with empty windows", zap.Error(err))
 		return
 	}
-	s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restored"))
-	s.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
+	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restored"))
+	c.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
 }
 
 // fingerprint describes what the state of the aggregations means (names, signals, filters, group_by,
@@ -139,16 +147,16 @@ func (c *checkpointer) fingerprint() string {
 	// weight is the one in effect, so that writing out its default changes nothing.
 	type stateFields struct {
 		Name    string
-		Signal  string
+		Signal  SignalName
 		Where   WhereConfig
 		GroupBy []GroupByKey
 		Value   ValueConfig
-		Unit    string
-		Weight  string
+		Unit    Unit
+		Weight  Weight
 		Outputs []string
 	}
-	aggs := make([]stateFields, len(c.s.cfg.Aggregations))
-	for i, a := range c.s.cfg.Aggregations {
+	aggs := make([]stateFields, len(c.cfg.Aggregations))
+	for i, a := range c.cfg.Aggregations {
 		var where WhereConfig
 		if a.Where != nil {
 			where = *a.Where
@@ -163,23 +171,23 @@ func (c *checkpointer) fingerprint() string {
 // next, so that encoding grows no buffer and leaves the collector little garbage; the checkpoint
 // itself is a new buffer, as a storage client may keep what it is given.
 func (c *checkpointer) encode() (data []byte, seq uint64) {
-	s := c.s
 	fp := c.fingerprint()
 	// The metric inputs' gate first: no metrics batch may move a stream's base between its snapshot
 	// and the engine's, which would hold the increase measured from it, or the reverse. The engine's
 	// snapshot under the emitter's lock (Emitter.Checkpoint): no emission may collect the engine's
 	// pending results between the snapshot (which holds them) and the queue (which would then hold
 	// them too).
-	in := s.inputs
+	in := c.inputs
 	in.gate.Lock()
 	in.mu.Lock()
 	inputs := in.appendTo(nil)
 	in.mu.Unlock()
-	batches, seq := s.emitter.Checkpoint(func() {
-		c.snap = s.engine.Snapshot(c.snap[:0])
+	batches, seq := c.emitter.Checkpoint(func() {
+		c.snap = c.engine.Snapshot(c.snap[:0])
 		in.gate.Unlock()
 	})
-	size := len(checkpointMagic) + 1 + 5*binary.MaxVarintLen64 + len(fp) + len(s.instance) + len(c.snap) + len(inputs) + crc32.Size
+	instance := c.emitter.Instance()
+	size := len(checkpointMagic) + 1 + 5*binary.MaxVarintLen64 + len(fp) + len(instance) + len(c.snap) + len(inputs) + crc32.Size
 	for _, q := range batches {
 		size += 2*binary.MaxVarintLen64 + len(q.Raw)
 	}
@@ -187,8 +195,8 @@ func (c *checkpointer) encode() (data []byte, seq uint64) {
 	b = append(append(b, checkpointMagic...), checkpointVersion)
 	b = binary.AppendUvarint(b, uint64(len(fp)))
 	b = append(b, fp...)
-	b = binary.AppendUvarint(b, uint64(len(s.instance)))
-	b = append(b, s.instance...)
+	b = binary.AppendUvarint(b, uint64(len(instance)))
+	b = append(b, instance...)
 	b = binary.AppendUvarint(b, uint64(len(c.snap)))
 	b = append(b, c.snap...)
 	b = binary.AppendUvarint(b, uint64(len(inputs)))
@@ -211,7 +219,6 @@ var (
 )
 
 func (c *checkpointer) decode(b []byte) error {
-	s := c.s
 	if len(b) < len(checkpointMagic)+1 || string(b[:len(checkpointMagic)]) != checkpointMagic {
 		return errCheckpointCorrupt
 	}
@@ -251,7 +258,7 @@ func (c *checkpointer) decode(b []byte) error {
 	if !ok {
 		return errCheckpointCorrupt
 	}
-	restoreInputs, err := s.inputs.decode(streams)
+	restoreInputs, err := c.inputs.decode(streams)
 	if err != nil {
 		return err
 	}
@@ -282,18 +289,18 @@ func (c *checkpointer) decode(b []byte) error {
 	if len(b) != 0 {
 		return errCheckpointCorrupt
 	}
-	if err := s.engine.Restore(snap); err != nil {
+	if err := c.engine.Restore(snap); err != nil {
 		return err
 	}
 	restoreInputs()
-	if id := string(instance); id != "" && id != s.instance {
+	if id := string(instance); id != "" && id != c.emitter.Instance() {
 		// The restored series go on under the id they were written with: another would make them new
 		// series in the backend, besides the old ones, until those go stale.
-		s.logger.Info("Window results go on under the service.instance.id of the checkpoint, not this collector's",
-			zap.String("checkpoint", id), zap.String("collector", s.instance))
-		s.setInstance(id)
+		c.logger.Info("Window results go on under the service.instance.id of the checkpoint, not this collector's",
+			zap.String("checkpoint", id), zap.String("collector", c.emitter.Instance()))
+		c.emitter.SetInstance(id)
 	}
-	s.emitter.Restore(inputs, batches)
+	c.emitter.Restore(inputs, batches)
 	return nil
 }
 
@@ -308,16 +315,16 @@ func (c *checkpointer) Save(ctx context.Context) {
 		return
 	}
 	data, seq := c.encode()
-	em := c.s.emitter
+	em := c.emitter
 	if err := c.client.Set(ctx, checkpointKey, data); err != nil {
-		c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
-		c.s.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
+		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
+		c.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
 		c.failing.Store(true)
 		em.WakeDelivery()
 		return
 	}
 	c.failing.Store(false)
-	c.s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
+	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
 	em.Checkpointed(seq)
 }
 

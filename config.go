@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -26,10 +27,10 @@ type Config struct {
 	LateData        LateDataConfig  `mapstructure:"late_data"`
 	// Temporality of count, sum and histogram: cumulative (running totals per series) or delta (the
 	// records of one slide per point).
-	Temporality string `mapstructure:"temporality"`
+	Temporality Temporality `mapstructure:"temporality"`
 	// LateFirings: fold puts what late records add into the series' next point; revise (delta only)
 	// re-emits the window's slide with the late records alone.
-	LateFirings string `mapstructure:"late_firings"`
+	LateFirings LateFirings `mapstructure:"late_firings"`
 	// SeriesExpiration ends a cumulative series after this much event time without records.
 	SeriesExpiration time.Duration `mapstructure:"series_expiration"`
 	MaxSeries        int           `mapstructure:"max_series"`
@@ -48,6 +49,10 @@ type Config struct {
 	Aggregations []AggregationConfig `mapstructure:"aggregations"`
 	Emit         EmitConfig          `mapstructure:"emit"`
 	Checkpoint   CheckpointConfig    `mapstructure:"checkpoint"`
+
+	// ottl is what Validate parsed of the aggregations' OTTL, for the component to compile them with
+	// (see parsers); not a setting.
+	ottl *ottlParsers
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -75,7 +80,7 @@ type WatermarkConfig struct {
 
 // LateDataConfig says what happens to records that come too late, too early, or without a timestamp.
 type LateDataConfig struct {
-	Action string `mapstructure:"action"` // route | drop
+	Action LateAction `mapstructure:"action"` // route | drop
 }
 
 // EmitConfig governs how results leave the component (not in the contract: documented extras).
@@ -98,17 +103,17 @@ type CheckpointConfig struct {
 // AggregationConfig is one aggregation.
 type AggregationConfig struct {
 	Name   string       `mapstructure:"name"`
-	Signal string       `mapstructure:"signal"`
+	Signal SignalName   `mapstructure:"signal"`
 	Where  *WhereConfig `mapstructure:"where"`
 	// GroupBy are the series' dimensions: a key, as in service.name, or {key, default} or
 	// {key, ottl}.
 	GroupBy []GroupByKey `mapstructure:"group_by"`
 	// Value is what the value outputs measure: duration, attribute:<key>, or {ottl: <expression>}.
 	Value ValueConfig `mapstructure:"value"`
-	Unit  string      `mapstructure:"unit"`
+	Unit  Unit        `mapstructure:"unit"`
 	// Weight is what a record stands for: adjusted_count (spans' default: the sampling's adjusted
 	// count, from the span's tracestate), none (logs' default: 1), or attribute:<key>.
-	Weight  string   `mapstructure:"weight"`
+	Weight  Weight   `mapstructure:"weight"`
 	Outputs []string `mapstructure:"outputs"`
 	// Histogram says what the histogram output is: exponential (the default) or explicit buckets.
 	Histogram *HistogramConfig `mapstructure:"histogram"`
@@ -210,23 +215,12 @@ func (v *ValueConfig) UnmarshalText(text []byte) error {
 }
 
 const (
-	actionRoute = "route"
-	actionDrop  = "drop"
-
-	temporalityCumulative = "cumulative"
-	temporalityDelta      = "delta"
-	lateFold              = "fold"
-	lateRevise            = "revise"
-
 	valueDuration        = "duration"
 	valueAttributePrefix = "attribute:"
-
-	weightAdjustedCountName = "adjusted_count"
-	weightNoneName          = "none"
 )
 
 var (
-	unitScale = map[string]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+	unitScale = map[Unit]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 	// spanKindByConfig are the values of where.span_kind.
 	spanKindByConfig = map[string]ptrace.SpanKind{
 		"unspecified": ptrace.SpanKindUnspecified, "internal": ptrace.SpanKindInternal, "server": ptrace.SpanKindServer,
@@ -247,6 +241,22 @@ func createDefaultConfig() component.Config {
 		Emit:       EmitConfig{Interval: time.Second, MaxPendingPoints: 100000, MaxPointsPerSend: 2000},
 		Checkpoint: CheckpointConfig{Interval: 30 * time.Second},
 	}
+}
+
+// parsers returns the OTTL parsers of the configuration: those Validate parsed its expressions with,
+// else new ones with telemetry set.
+func (c *Config) parsers(set component.TelemetrySettings) *ottlParsers {
+	if c.ottl == nil {
+		c.ottl = newOTTLParsers(set)
+	}
+	return c.ottl
+}
+
+// sameSettings reports whether c and o hold the same settings, whatever each has parsed.
+func (c *Config) sameSettings(o *Config) bool {
+	x, y := *c, *o
+	x.ottl, y.ottl = nil, nil
+	return reflect.DeepEqual(x, y)
 }
 
 // Validate reports every invalid setting, each naming its key and the reason.
@@ -311,16 +321,15 @@ func (c *Config) Validate() error {
 	default:
 		bad("error_mode", "must be %q, %q or %q, got %q", ottl.IgnoreError, ottl.SilentError, ottl.PropagateError, c.ErrorMode)
 	}
-	if a := c.LateData.Action; a != actionRoute && a != actionDrop {
-		bad("late_data.action", "must be %q or %q, got %q", actionRoute, actionDrop, a)
+	for _, e := range []struct {
+		key string
+		err error
+	}{{"late_data.action", c.LateData.Action.check()}, {"temporality", c.Temporality.check()}, {"late_firings", c.LateFirings.check()}} {
+		if e.err != nil {
+			bad(e.key, "%v", e.err)
+		}
 	}
-	if t := c.Temporality; t != temporalityCumulative && t != temporalityDelta {
-		bad("temporality", "must be %q or %q, got %q", temporalityCumulative, temporalityDelta, t)
-	}
-	switch f := c.LateFirings; {
-	case f != lateFold && f != lateRevise:
-		bad("late_firings", "must be %q or %q, got %q", lateFold, lateRevise, f)
-	case f == lateRevise && c.Temporality == temporalityCumulative:
+	if c.LateFirings == lateRevise && c.Temporality == temporalityCumulative {
 		bad("late_firings", "revise needs temporality: delta (cumulative totals take late records in their next point)")
 	}
 	if c.SeriesExpiration == 0 {
@@ -341,12 +350,12 @@ func (c *Config) Validate() error {
 		if a.Name != "" {
 			key = fmt.Sprintf("aggregations[%d] (%s)", i, a.Name)
 		}
-		errs = append(errs, a.validate(key, names)...)
+		errs = append(errs, a.validate(key, names, c.parsers(validationSettings))...)
 	}
 	return errors.Join(errs...)
 }
 
-func (a *AggregationConfig) validate(key string, names map[string]bool) []error {
+func (a *AggregationConfig) validate(key string, names map[string]bool, parsers *ottlParsers) []error {
 	var errs []error
 	bad := func(sub, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s.%s: %s", key, sub, fmt.Sprintf(format, args...)))
@@ -360,17 +369,18 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 		bad("name", "%q has leading or trailing spaces", a.Name)
 	}
 	names[a.Name] = true
-	sg := signalNamed(a.Signal)
-	if sg == nil {
-		bad("signal", "must be one of %s, got %q", strings.Join(signalNames(), ", "), a.Signal)
+	sg := signalNamed(string(a.Signal))
+	if err := a.Signal.check(); err != nil {
+		bad("signal", "%v", err)
 		sg = &signal{} // reads nothing: the other keys are checked as far as they can be
 	}
-	// parse checks that OTTL expression expr parses for the signal, as what says (condition, value).
+	// parse checks that OTTL expression expr parses for the signal, as what says (condition, value),
+	// and keeps what it parsed for the component (see Config.parsers).
 	var parser ottlParser
 	parse := func(sub, expr string, what func(ottlParser, string) error) {
 		if parser == nil && sg.ottl != nil {
 			var err error
-			if parser, err = sg.newParser(validationSettings); err != nil {
+			if parser, err = parsers.parser(sg); err != nil {
 				bad(sub, "%v", err)
 				return
 			}
@@ -470,26 +480,19 @@ func (a *AggregationConfig) validate(key string, names map[string]bool) []error 
 		bad("value", "must be duration, attribute:<key> or {ottl: <expression>}, got %q", v)
 	}
 	switch w := a.Weight; {
+	case w.check() != nil:
+		bad("weight", "%v", w.check())
 	case w == "" || w == weightNoneName:
 	case sg.points:
 		bad("weight", "applies to spans and logs; a metric point counts as itself (a histogram as its count)")
-	case w == weightAdjustedCountName:
-		if !sg.adjustedCount {
-			bad("weight", "adjusted_count applies to spans only (%s carry no tracestate); use none or attribute:<key>", a.Signal)
-		}
-	case strings.HasPrefix(w, valueAttributePrefix):
-		if strings.TrimPrefix(w, valueAttributePrefix) == "" {
-			bad("weight", "attribute: needs a key, as in attribute:sample.rate")
-		}
-	default:
-		bad("weight", "must be adjusted_count, none or attribute:<key>, got %q", w)
+	case w == weightAdjustedCountName && !sg.adjustedCount:
+		bad("weight", "adjusted_count applies to spans only (%s carry no tracestate); use none or attribute:<key>", a.Signal)
 	}
-	if a.Unit != "" {
-		if _, ok := unitScale[a.Unit]; !ok {
-			bad("unit", "must be one of ns, us, ms, s, got %q", a.Unit)
-		} else if !a.isDuration() {
-			bad("unit", "applies to value: duration only")
-		}
+	switch {
+	case a.Unit.check() != nil:
+		bad("unit", "%v", a.Unit.check())
+	case a.Unit != "" && !a.isDuration():
+		bad("unit", "applies to value: duration only")
 	}
 	outs := map[string]bool{}
 	for _, o := range a.Outputs {
@@ -578,11 +581,11 @@ func (a *AggregationConfig) bucketBounds(scale float64) ([]float64, error) {
 
 // weight returns the aggregation's weight setting, its default filled in: adjusted_count for spans,
 // none for logs.
-func (a *AggregationConfig) weight() string {
+func (a *AggregationConfig) weight() Weight {
 	if a.Weight != "" {
 		return a.Weight
 	}
-	if sg := signalNamed(a.Signal); sg != nil && sg.adjustedCount {
+	if sg := signalNamed(string(a.Signal)); sg != nil && sg.adjustedCount {
 		return weightAdjustedCountName
 	}
 	return weightNoneName
@@ -591,7 +594,7 @@ func (a *AggregationConfig) weight() string {
 // isDuration reports whether the aggregation's value is the span duration.
 func (a *AggregationConfig) isDuration() bool {
 	if a.Value == (ValueConfig{}) {
-		sg := signalNamed(a.Signal)
+		sg := signalNamed(string(a.Signal))
 		return sg != nil && sg.duration // spans' default
 	}
 	return a.Value.Source == valueDuration

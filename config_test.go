@@ -13,6 +13,17 @@ import (
 
 func loadConfig(t *testing.T, name string) *Config {
 	t.Helper()
+	cfg, err := readConfig(t, name)
+	if err != nil {
+		t.Fatalf("unmarshal %s: %v", name, err)
+	}
+	return cfg
+}
+
+// readConfig reads configuration name of testdata/config.yaml, and the error of reading it: a value
+// outside an enumeration fails there (see enums.go).
+func readConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -26,10 +37,7 @@ func loadConfig(t *testing.T, name string) *Config {
 		t.Fatal(err)
 	}
 	cfg := createDefaultConfig().(*Config)
-	if err := sub.Unmarshal(cfg); err != nil {
-		t.Fatalf("unmarshal %s: %v", name, err)
-	}
-	return cfg
+	return cfg, sub.Unmarshal(cfg)
 }
 
 func TestDefaultsAreThoseOfTheContract(t *testing.T) {
@@ -44,7 +52,7 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 		len(cfg.Watermark.PerSource) != 0 || cfg.Watermark.SourceIdleTimeout != time.Minute || cfg.Watermark.MaxSources != 1000 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	a, err := compileAggregation(0, cfg.Aggregations[0], validationSettings)
+	a, err := compileAggregation(0, cfg.Aggregations[0], newOTTLParsers(validationSettings))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +66,7 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 	if a.weight != weighAdjustedCount {
 		t.Fatalf("spans weigh by adjusted count by default; weight %v", a.weight)
 	}
-	logsAgg, err := compileAggregation(0, AggregationConfig{Name: "l", Signal: "logs"}, validationSettings)
+	logsAgg, err := compileAggregation(0, AggregationConfig{Name: "l", Signal: "logs"}, newOTTLParsers(validationSettings))
 	if err != nil || logsAgg.weight != weighNone {
 		t.Fatalf("logs weigh 1 by default; weight %v (%v)", logsAgg.weight, err)
 	}
@@ -78,7 +86,7 @@ func TestFullConfigLoads(t *testing.T) {
 		cfg.SeriesExpiration != 10*time.Minute {
 		t.Fatalf("full: %+v", cfg)
 	}
-	a, err := compileAggregation(0, cfg.Aggregations[0], validationSettings)
+	a, err := compileAggregation(0, cfg.Aggregations[0], newOTTLParsers(validationSettings))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +105,7 @@ func TestFullConfigLoads(t *testing.T) {
 }
 
 // invalidConfigs maps each invalid configuration of testdata/config.yaml to substrings its error must
-// hold.
+// hold: Validate's, or, for a value outside an enumeration, reading's.
 var invalidConfigs = map[string][]string{
 	"no_size":                              {"window.size", "> 0"},
 	"slide_too_big":                        {"window.slide", "<= window.size"},
@@ -126,8 +134,8 @@ var invalidConfigs = map[string][]string{
 	"bad_value":                            {"value", `"size"`},
 	"empty_attribute_value":                {"value", "needs a key"},
 	"adjusted_count_on_logs":               {"aggregations[0] (a).weight", "spans only", "no tracestate"},
-	"bad_weight":                           {"aggregations[0] (a).weight", `"tracestate"`},
-	"empty_attribute_weight":               {"aggregations[0] (a).weight", "needs a key"},
+	"bad_weight":                           {"aggregations[0].weight", `"tracestate"`},
+	"empty_attribute_weight":               {"aggregations[0].weight", "needs a key"},
 	"condition_does_not_parse":             {"aggregations[0] (a).where.conditions[1]", "invalid syntax"},
 	"condition_of_another_context":         {"aggregations[0] (a).where.conditions[0]", `"log"`},
 	"condition_without_context":            {"aggregations[0] (a).where.conditions[0]", "context"},
@@ -167,7 +175,10 @@ var invalidConfigs = map[string][]string{
 func TestInvalidConfigsNameKeyAndReason(t *testing.T) {
 	for name, want := range invalidConfigs {
 		t.Run(name, func(t *testing.T) {
-			err := confmap.Validate(loadConfig(t, name))
+			cfg, err := readConfig(t, name)
+			if err == nil {
+				err = confmap.Validate(cfg)
+			}
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -209,13 +220,39 @@ func TestValidateErrorsComeInAStableOrder(t *testing.T) {
 	}
 }
 
-// error_mode takes ignore, silent or propagate; another value fails the configuration where it is
-// read, naming the key.
-func TestUnknownErrorModeNamesTheKey(t *testing.T) {
+// Each enumeration of the configuration refuses a value outside it where the configuration is read,
+// naming the key and the value; Validate refuses it too in a configuration built in code.
+func TestEnumerationsRefuseBadValuesWhereRead(t *testing.T) {
+	agg := func(k, v string) map[string]any {
+		return map[string]any{"aggregations": []any{map[string]any{"name": "a", "signal": "spans", k: v}}}
+	}
+	for _, c := range []struct {
+		raw      map[string]any
+		key, bad string
+	}{
+		{map[string]any{"error_mode": "loud"}, "error_mode", "loud"},
+		{map[string]any{"temporality": "gauge"}, "temporality", "gauge"},
+		{map[string]any{"late_firings": "drop"}, "late_firings", "drop"},
+		{map[string]any{"late_data": map[string]any{"action": "keep"}}, "late_data.action", "keep"},
+		{map[string]any{"aggregations": []any{map[string]any{"name": "a", "signal": "profiles"}}}, "aggregations[0].signal", "profiles"},
+		{agg("weight", "tracestate"), "aggregations[0].weight", "tracestate"},
+		{agg("weight", "attribute:"), "aggregations[0].weight", "attribute:"},
+		{agg("unit", "minutes"), "aggregations[0].unit", "minutes"},
+	} {
+		err := confmap.NewFromStringMap(c.raw).Unmarshal(createDefaultConfig().(*Config))
+		if err == nil || !strings.Contains(err.Error(), "'"+c.key+"'") || !strings.Contains(err.Error(), c.bad) {
+			t.Errorf("%s: %q: error %v, want one naming the key and the value", c.key, c.bad, err)
+		}
+	}
 	cfg := createDefaultConfig().(*Config)
-	err := confmap.NewFromStringMap(map[string]any{"error_mode": "loud"}).Unmarshal(cfg)
-	if err == nil || !strings.Contains(err.Error(), "error_mode") || !strings.Contains(err.Error(), "loud") {
-		t.Fatalf("error %v, want one naming error_mode and the value", err)
+	cfg.Window.Size = time.Minute
+	cfg.Temporality, cfg.LateFirings, cfg.LateData.Action = "gauge", "drop", "keep"
+	cfg.Aggregations = []AggregationConfig{{Name: "a", Signal: "profiles", Weight: "tracestate", Unit: "minutes"}}
+	err := cfg.Validate()
+	for _, key := range []string{"temporality", "late_firings", "late_data.action", ".signal", ".weight", ".unit"} {
+		if err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("Validate of values built in code: %v, want an error naming %s", err, key)
+		}
 	}
 	if createDefaultConfig().(*Config).ErrorMode != "ignore" {
 		t.Fatal("error_mode's default is not ignore")

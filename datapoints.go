@@ -179,6 +179,16 @@ func (pa *pointAdder) refuse(a *aggregation, outcome pointOutcome) {
 	pa.tally[a.index].outcomes[outcome]++
 }
 
+// count tallies what a point adds to aggregation a.
+func (pa *pointAdder) count(a *aggregation, add *pointAdd) {
+	tl := &pa.tally[a.index]
+	tl.outcomes[add.outcome]++
+	if add.reset {
+		tl.resets++
+	}
+	tl.incompatible[add.fault]++ // histogramFits is not reported
+}
+
 // begin readies the adder for a call with aggs aggregations.
 func (pa *pointAdder) begin(aggs int) {
 	if cap(pa.tally) < aggs {
@@ -237,31 +247,6 @@ func (pa *pointAdder) scratchSketch() *sketch.Histogram {
 	h := pa.sketches[pa.usedSketches]
 	pa.usedSketches++
 	return h
-}
-
-// add returns what point p adds to aggregation a, updating a's stream of it, and tallies it. Under
-// metricInputs.mu.
-func (pa *pointAdder) add(p *dataPoint, a *aggregation, in *metricInputs) pointAdd {
-	var add pointAdd
-	switch p.kind {
-	case pointCounter:
-		add = pa.addCounter(p, a, in)
-	case pointHistogram:
-		add = pa.addHistogram(p, a, in)
-	case pointExponential:
-		add = pa.addExponential(p, a, in)
-	case pointIncrease:
-		add = valueAdd(increaseOf(p.num))
-	default:
-		add = valueAdd(numberOf(p.num))
-	}
-	tl := &pa.tally[a.index]
-	tl.outcomes[add.outcome]++
-	if add.reset {
-		tl.resets++
-	}
-	tl.incompatible[add.fault]++ // histogramFits is not reported
-	return add
 }
 
 // numberOf reads a number point's value: none for a point whose value is not set (OTLP requires one,

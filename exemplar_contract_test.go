@@ -110,7 +110,7 @@ func ecTraces(t0 time.Time, spans []*ecSpan) ptrace.Traces {
 }
 
 // runExemplarScenario runs the scenario through the connector and returns the metrics it emitted.
-func runExemplarScenario(t *testing.T, temporality, lateFirings string) (time.Time, []pmetric.Metrics) {
+func runExemplarScenario(t *testing.T, temporality Temporality, lateFirings LateFirings) (time.Time, []pmetric.Metrics) {
 	t.Helper()
 	t0 := time.Now().Add(-30 * time.Minute).Truncate(time.Minute)
 	_, batches := ecScenario()

@@ -17,7 +17,7 @@ import (
 // exemplarConfig is a 10 s tumbling window, allowed_lateness 30 s, group_by service.name, with count,
 // max and a histogram (explicit with 5 ms and 50 ms buckets, or exponential) of span durations in ms,
 // and k exemplars a point (0: disabled).
-func exemplarConfig(temporality, late string, explicit bool, k int) *Config {
+func exemplarConfig(temporality Temporality, late LateFirings, explicit bool, k int) *Config {
 	cfg := baseConfig()
 	cfg.AllowedLateness = 30 * time.Second
 	cfg.Temporality, cfg.LateFirings = temporality, late

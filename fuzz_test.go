@@ -39,7 +39,7 @@ func FuzzConfig(f *testing.F) {
 		ecfg := stream.Config{Size: cfg.Window.Size, Slide: cfg.Window.Slide, MaxOutOfOrderness: cfg.Watermark.MaxOutOfOrderness,
 			IdleTimeout: cfg.Watermark.IdleTimeout, MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness}
 		for i, ac := range cfg.Aggregations {
-			a, err := compileAggregation(i, ac, validationSettings)
+			a, err := compileAggregation(i, ac, newOTTLParsers(validationSettings))
 			if err != nil {
 				t.Fatalf("a config that validates does not compile: %v\n%s", err, doc)
 			}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 
@@ -21,9 +23,6 @@ import (
 type outcome uint8
 
 const unmatched outcome = 0
-
-// numVerdicts sizes the tables indexed by verdict; Invalid is the last.
-const numVerdicts = int(stream.Invalid) + 1
 
 const (
 	// refused: a metric point its aggregations left out (a summary, a point without a recorded
@@ -231,11 +230,26 @@ type staged struct {
 	truncated bool
 }
 
-// addPoint works out what the view's metric point adds to aggregation a, changing a's input stream
-// of it, into it, with its key; it returns the outcome, pointAggregated unless the point adds nothing.
+// addPoint works out what the view's metric point adds to aggregation a, by the kind of its metric,
+// changing a's input stream of it, into it, with its key; it returns the outcome, pointAggregated
+// unless the point adds nothing. Under metricInputs.mu.
 func (run *ingestRun) addPoint(a *aggregation, it *staged) pointOutcome {
 	pr := run.points
-	add := pr.adds.add(&pr.p, a, run.in)
+	pa, p := &pr.adds, &pr.p
+	var add pointAdd
+	switch p.kind {
+	case pointCounter:
+		add = pa.addCounter(p, a, run.in)
+	case pointHistogram:
+		add = pa.addHistogram(p, a, run.in)
+	case pointExponential:
+		add = pa.addExponential(p, a, run.in)
+	case pointIncrease:
+		add = valueAdd(increaseOf(p.num))
+	default:
+		add = valueAdd(numberOf(p.num))
+	}
+	pa.count(a, &add)
 	if add.outcome != pointStreamLimit {
 		a.input.learn(pr.m.Unit(), pr.p.kind == pointIncrease || pr.p.kind == pointCounter)
 	}
@@ -402,11 +416,30 @@ func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
 	return err
 }
 
-// timeOf converts a pdata timestamp to the engine's int64. Anything past 2^62 ns (the year 2116) is
-// beyond the engine's range, which rejects it as future.
-func timeOf(ts uint64) int64 {
-	if ts > 1<<62 {
-		return 1 << 62
+// ottlErrorLogInterval bounds how often ignore logs OTTL errors: the first, then at most one line a
+// minute with the count since.
+const ottlErrorLogInterval = time.Minute
+
+// reportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
+// rate.
+func (s *shared) reportOTTL(ctx context.Context, fs []ottlFailure) {
+	for _, f := range fs {
+		s.tel.WindowAggregatorOttlErrors.Add(ctx, f.n, s.tel.byAgg[f.agg].ottl[f.clause]...)
 	}
-	return int64(ts)
+	if s.cfg.ErrorMode != ottl.IgnoreError && s.cfg.ErrorMode != "" {
+		return
+	}
+	s.ottlLogMu.Lock()
+	defer s.ottlLogMu.Unlock()
+	for _, f := range fs {
+		s.ottlUnlogged += f.n
+		s.ottlLast = f
+	}
+	if now := time.Now(); s.ottlUnlogged > 0 && now.Sub(s.ottlLoggedAt) >= ottlErrorLogInterval {
+		last := s.ottlLast
+		s.logger.Warn("OTTL errors: the records count as error_mode says (ignore: condition false, key or value missing)",
+			zap.Int64("errors", s.ottlUnlogged), zap.String("aggregation", s.aggs[last.agg].name),
+			zap.String("clause", ottlClauseNames[last.clause]), zap.Error(last.last))
+		s.ottlUnlogged, s.ottlLoggedAt = 0, now
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
+	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // Input streams: what the metrics aggregations keep of the cumulative streams whose points they
@@ -103,12 +104,12 @@ type metricInputs struct {
 	nextSweep int64
 }
 
-func newMetricInputs(aggs []*aggregation, maxStreams int) *metricInputs {
-	in := &metricInputs{byAgg: make([]*pointInput, len(aggs)), maxStreams: maxStreams, nextSweep: math.MinInt64}
-	for i, a := range aggs {
-		if a.signal.points {
-			a.input = &pointInput{streams: map[streamKey]*inputStream{}}
-			in.byAgg[i] = a.input
+// newMetricInputs makes the input state of the aggregations whose points are marked: those of metrics.
+func newMetricInputs(points []bool, maxStreams int) *metricInputs {
+	in := &metricInputs{byAgg: make([]*pointInput, len(points)), maxStreams: maxStreams, nextSweep: math.MinInt64}
+	for i, p := range points {
+		if p {
+			in.byAgg[i] = &pointInput{streams: map[streamKey]*inputStream{}}
 		}
 	}
 	return in
@@ -132,7 +133,7 @@ func (in *metricInputs) stream(agg int, k streamKey) (st *inputStream, fresh boo
 // sweep forgets, once the watermark w has moved on by an eighth of expiration since the last sweep,
 // the streams whose last point is more than expiration behind w. Under mu.
 func (in *metricInputs) sweep(w, expiration int64) {
-	if w == minWatermark || w < in.nextSweep {
+	if w == stream.NoWatermark || w < in.nextSweep {
 		return
 	}
 	in.nextSweep = w + max(expiration/8, 1)

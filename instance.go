@@ -46,7 +46,7 @@ func (in *instance) Shutdown(ctx context.Context) error {
 	if in.s == nil {
 		return nil
 	}
-	return in.s.shutdownInstance(ctx, in)
+	return in.s.shutdownInstance(ctx, in.feed, in.connector, in.sink)
 }
 
 func (in *instance) Capabilities() consumer.Capabilities { return connectorCapabilities }

@@ -4,6 +4,8 @@ import (
 	"iter"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // Attributes added to the late records that the connector routes.
@@ -15,7 +17,7 @@ const (
 // markLate marks a routed late record with its reason and the watermark it was judged by.
 func markLate(m pcommon.Map, reason string, watermark int64) {
 	m.PutStr(attrLateReason, reason)
-	if watermark != minWatermark {
+	if watermark != stream.NoWatermark {
 		m.PutInt(attrWatermark, watermark)
 	}
 }

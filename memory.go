@@ -129,22 +129,22 @@ func inputStreamsEstimate(cfg *Config, a *aggregation) int64 {
 	return int64(cfg.MaxInputStreams) * per
 }
 
-// logMemoryEstimate logs the formula's value for the configuration, so that an operator sees what a
-// geometry costs before it is reached.
-func (s *shared) logMemoryEstimate() {
+// logMemoryEstimate logs the formula's value for configuration cfg and its aggregations aggs, so that
+// an operator sees what a geometry costs before it is reached.
+func logMemoryEstimate(logger *zap.Logger, cfg *Config, aggs []*aggregation) {
 	var total int64
-	fields := []zap.Field{zap.Int64("panes_per_series", panesPerSeries(s.cfg)), zap.Int("max_series", s.cfg.MaxSeries)}
-	for _, a := range s.aggs {
-		b := memoryEstimate(s.cfg, a)
+	fields := []zap.Field{zap.Int64("panes_per_series", panesPerSeries(cfg)), zap.Int("max_series", cfg.MaxSeries)}
+	for _, a := range aggs {
+		b := memoryEstimate(cfg, a)
 		total += b
 		fields = append(fields, zap.Int64("bytes."+a.name, b))
 	}
 	fields = append(fields, zap.Int64("bytes", total))
 	// And the results kept while the metrics consumer fails, at most emit.max_pending_points.
 	var point int64
-	for _, a := range s.aggs {
+	for _, a := range aggs {
 		point = max(point, pendingPointEstimate(a))
 	}
-	fields = append(fields, zap.Int64("bytes.pending_points", int64(s.cfg.Emit.MaxPendingPoints)*point))
-	s.logger.Info("Window state memory estimate at max_series (README, Memory)", fields...)
+	fields = append(fields, zap.Int64("bytes.pending_points", int64(cfg.Emit.MaxPendingPoints)*point))
+	logger.Info("Window state memory estimate at max_series (README, Memory)", fields...)
 }

@@ -188,18 +188,17 @@ func removePoints(m pmetric.Metric, taken func() bool) (emptied bool) {
 func (s *shared) reportPoints(ctx context.Context, tally []pointTally) {
 	for i := range tally {
 		t := &tally[i]
-		a := s.aggs[i]
 		for o, n := range t.outcomes {
 			if n > 0 {
-				s.tel.WindowAggregatorMetricPoints.Add(ctx, n, a.pointOptions[o]...)
+				s.tel.WindowAggregatorMetricPoints.Add(ctx, n, s.tel.byAgg[i].points[o]...)
 			}
 		}
 		if t.resets > 0 {
-			s.tel.WindowAggregatorInputResets.Add(ctx, t.resets, a.aggregationOption...)
+			s.tel.WindowAggregatorInputResets.Add(ctx, t.resets, s.tel.byAgg[i].name...)
 		}
 		for f := histogramFits + 1; f < numHistogramFaults; f++ {
 			if n := t.incompatible[f]; n > 0 {
-				s.tel.WindowAggregatorIncompatibleHistograms.Add(ctx, n, a.incompatibleOptions[f]...)
+				s.tel.WindowAggregatorIncompatibleHistograms.Add(ctx, n, s.tel.byAgg[i].incompatible[f]...)
 			}
 		}
 	}

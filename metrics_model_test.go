@@ -328,7 +328,7 @@ func (m *modelRun) resend(b modelBatch) {
 	}
 }
 
-func modelMetricsConfig(temporality, late string) *Config {
+func modelMetricsConfig(temporality Temporality, late LateFirings) *Config {
 	cfg := baseConfig()
 	cfg.Temporality, cfg.LateFirings = temporality, late
 	cfg.AllowedLateness = time.Minute
@@ -451,7 +451,10 @@ func cutLast(name string) (string, string, bool) {
 }
 
 func TestMetricPointsMatchReferenceModel(t *testing.T) {
-	modes := []struct{ temporality, late string }{{temporalityDelta, lateRevise}, {temporalityDelta, lateFold}, {temporalityCumulative, lateFold}}
+	modes := []struct {
+		temporality Temporality
+		late        LateFirings
+	}{{temporalityDelta, lateRevise}, {temporalityDelta, lateFold}, {temporalityCumulative, lateFold}}
 	for seed := range uint64(30) {
 		mode := modes[seed%3]
 		form := forms[(seed/3)%2]

@@ -353,3 +353,47 @@ func TestIgnoredErrorsAreLoggedAtABoundedRate(t *testing.T) {
 func timestampAt(sec float64) pcommon.Timestamp {
 	return pcommon.Timestamp(int64(sec * float64(time.Second)))
 }
+
+// countingParser counts the expressions it parses.
+type countingParser struct {
+	ottlParser
+	n int
+}
+
+func (c *countingParser) condition(expr string) (ottlCondition, error) {
+	c.n++
+	return c.ottlParser.condition(expr)
+}
+
+func (c *countingParser) value(expr string) (ottlValue, error) {
+	c.n++
+	return c.ottlParser.value(expr)
+}
+
+// The collector validates a configuration, then creates its components from it: each OTTL
+// expression is parsed once, by Validate, and the component takes what it parsed.
+func TestOTTLIsParsedOnce(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans", Outputs: []string{"count", "sum"},
+		Where:   &WhereConfig{Conditions: []string{`span.kind == SPAN_KIND_SERVER`}},
+		GroupBy: []GroupByKey{{Key: "route", OTTL: `span.attributes["http.route"]`}},
+		Value:   ValueConfig{OTTL: `Double(span.attributes["size"])`}}}
+	must(t, cfg.Validate())
+	op := cfg.ottl.bySignal[spanSignal]
+	if op == nil || len(op.conditions) != 1 || len(op.values) != 2 {
+		t.Fatalf("Validate kept %+v, want the condition and the two values", op)
+	}
+	counting := &countingParser{ottlParser: op.p}
+	op.p = counting
+	h := newConnectorHarness(t, cfg, false)
+	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 1, ms: 1, kind: ptrace.SpanKindServer, attrs: map[string]any{"http.route": "/r", "size": 3}}))
+	if counting.n != 0 {
+		t.Fatalf("the component parsed %d expressions again", counting.n)
+	}
+	h.shutdown()
+	ps := points(h.metrics.AllMetrics())
+	if got := find(ps, "n.sum", "route=/r(Str)"); len(got) != 1 || got[0].value != 3 {
+		t.Fatalf("n.sum{route=/r} = %+v, want one point of 3", got)
+	}
+}

@@ -13,7 +13,7 @@ import (
 
 // outputModesConfig is a 10 s tumbling window, allowed_lateness 30 s, group_by service.name, with
 // count, sum, avg and an explicit histogram (6 ms, 25 ms) of span durations.
-func outputModesConfig(temporality, late string) *Config {
+func outputModesConfig(temporality Temporality, late LateFirings) *Config {
 	cfg := baseConfig()
 	cfg.AllowedLateness = 30 * time.Second
 	cfg.Temporality, cfg.LateFirings = temporality, late

@@ -39,8 +39,8 @@ func TestEveryOutputOfTheTable(t *testing.T) {
 			t.Errorf("output %q has no case in this test", row)
 		}
 	}
-	for _, temporality := range []string{temporalityCumulative, temporalityDelta} {
-		t.Run(temporality, func(t *testing.T) {
+	for _, temporality := range []Temporality{temporalityCumulative, temporalityDelta} {
+		t.Run(string(temporality), func(t *testing.T) {
 			cfg := baseConfig()
 			cfg.Temporality, cfg.LateFirings = temporality, lateFold
 			wantTemporality := pmetric.AggregationTemporalityDelta

@@ -2,7 +2,10 @@ package windowaggregator
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,30 +25,6 @@ type reading struct {
 	r    *record
 	key  *serieskey.Builder
 	errs *ottlErrors
-}
-
-// keyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), or an
-// attribute. (A group_by key computed by OTTL, or with a default, has those in the aggregation's
-// computedKey, by position.)
-type keyRef struct {
-	name  string
-	field int // index in the signal's fields; -1: an attribute
-}
-
-// computedKey is what a group_by key adds to keyRef: an OTTL expression that computes its value
-// (nil: read as keyRef says), and its value for a record that lacks it (with hasDef).
-type computedKey struct {
-	expr   ottlValue
-	def    pcommon.Value
-	hasDef bool
-}
-
-func newKeyRef(name string, sg *signal) keyRef { return keyRef{name: name, field: sg.field(name)} }
-
-// condition is one where.attributes equality.
-type condition struct {
-	key  keyRef
-	want pcommon.Value
 }
 
 func (c *condition) holds(r *record) bool {
@@ -300,6 +279,22 @@ func (c *aggregation) weigh(r *record, ts *traceStates) (uint32, weightReason) {
 	return roundWeight(w, r.weightSeed)
 }
 
+// weightOfValue is the weight reason of a value that could not be read as a number.
+var weightOfValue = [numValueReasons]weightReason{
+	valueMissing: weightMissing, valueNotNumeric: weightNotNumeric, valueNotFinite: weightNotFinite,
+}
+
+// positiveWeight checks a weight read from an attribute: a finite number above 0.
+func positiveWeight(w float64, why valueReason) (float64, weightReason) {
+	switch {
+	case why != valueOK:
+		return 1, weightOfValue[why]
+	case w <= 0:
+		return 1, weightNotPositive
+	}
+	return w, weightOK
+}
+
 // number reads key k of the record as a number: an int, a double, or a string holding one; else NaN
 // and the reason.
 func number(r *record, k keyRef) (float64, valueReason) {
@@ -338,4 +333,127 @@ func finite(f float64) (float64, valueReason) {
 		return math.NaN(), valueNotFinite
 	}
 	return f, valueOK
+}
+
+// ottlFailure is the OTTL errors of one aggregation and clause in one ingest call, with the last.
+type ottlFailure struct {
+	agg    int
+	clause ottlClause
+	n      int64
+	last   error
+}
+
+// ottlErrors are the OTTL errors of one ingest call: by aggregation and clause, to be counted, and with
+// error_mode propagate the first, which the call returns.
+type ottlErrors struct {
+	propagate bool
+	first     error
+	failures  []ottlFailure
+}
+
+// add records an OTTL error on the record being read. The record goes on as ignore says (the
+// condition false, the key or the value missing).
+func (e *ottlErrors) add(a *aggregation, clause ottlClause, err error) {
+	if e.first == nil && e.propagate {
+		e.first = fmt.Errorf("aggregation %q: %s: %w", a.name, ottlClauseNames[clause], err)
+	}
+	fs := e.failures
+	for i := range fs {
+		if fs[i].agg == a.index && fs[i].clause == clause {
+			fs[i].n++
+			fs[i].last = err
+			return
+		}
+	}
+	e.failures = append(fs, ottlFailure{agg: a.index, clause: clause, n: 1, last: err})
+}
+
+// reset empties e for another call, keeping its buffer.
+func (e *ottlErrors) reset() {
+	clear(e.failures)
+	*e = ottlErrors{failures: e.failures[:0]}
+}
+
+// appendComputed appends the value v of a computed group_by key to the key: strings, ints, doubles,
+// bools and bytes as they are, maps and slices as their JSON form. ok is false for nil (the record
+// lacks the key) and for a value of no such type.
+func appendComputed(b *serieskey.Builder, v any) (ok, truncated bool) {
+	switch x := v.(type) {
+	case nil:
+		return false, false
+	case string:
+		if len(x) > maxKeyValueLen {
+			x, truncated = cutUTF8(x, maxKeyValueLen), true
+		}
+		b.Str(serieskey.Record, x)
+	case int64:
+		b.Int(serieskey.Record, x)
+	case float64:
+		b.Double(serieskey.Record, x)
+	case bool:
+		b.Bool(serieskey.Record, x)
+	case []byte:
+		if len(x) > maxKeyValueLen {
+			x, truncated = x[:maxKeyValueLen], true
+		}
+		b.Bytes(serieskey.Record, x)
+	case pcommon.Value:
+		if x.Type() == pcommon.ValueTypeEmpty {
+			return false, false
+		}
+		return true, appendValue(b, serieskey.Record, x)
+	case pcommon.Map:
+		return true, appendValue(b, serieskey.Record, mapValue(x))
+	case pcommon.Slice:
+		return true, appendValue(b, serieskey.Record, sliceValue(x))
+	default: // other slices and maps (Split gives a []string): their JSON form
+		if k := reflect.ValueOf(x).Kind(); k != reflect.Slice && k != reflect.Map {
+			return false, false
+		}
+		raw, err := json.Marshal(x)
+		if err != nil {
+			return false, false
+		}
+		return true, appendValue(b, serieskey.Record, pcommon.NewValueStr(string(raw)))
+	}
+	return true, truncated
+}
+
+func mapValue(m pcommon.Map) pcommon.Value {
+	v := pcommon.NewValueMap()
+	m.CopyTo(v.Map())
+	return v
+}
+
+func sliceValue(s pcommon.Slice) pcommon.Value {
+	v := pcommon.NewValueSlice()
+	s.CopyTo(v.Slice())
+	return v
+}
+
+// computedNumber reads the value of a value expression: an int, a double, or a string holding a
+// number; anything else means the record has no value.
+func computedNumber(v any) (float64, valueReason) {
+	switch x := v.(type) {
+	case nil:
+		return math.NaN(), valueMissing
+	case int64:
+		return float64(x), valueOK
+	case float64:
+		return finite(x)
+	case string:
+		return parseValue(x)
+	case pcommon.Value:
+		switch x.Type() {
+		case pcommon.ValueTypeInt:
+			return float64(x.Int()), valueOK
+		case pcommon.ValueTypeDouble:
+			return finite(x.Double())
+		case pcommon.ValueTypeStr:
+			return parseValue(x.Str())
+		case pcommon.ValueTypeEmpty:
+			return math.NaN(), valueMissing
+		}
+	}
+	return math.NaN(), valueNotNumeric
 }

@@ -134,3 +134,12 @@ func (r *record) weightSeed() uint64 {
 	}
 	return r.seed
 }
+
+// timeOf converts a pdata timestamp to the engine's int64. Anything past 2^62 ns (the year 2116) is
+// beyond the engine's range, which rejects it as future.
+func timeOf(ts uint64) int64 {
+	if ts > 1<<62 {
+		return 1 << 62
+	}
+	return int64(ts)
+}

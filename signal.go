@@ -1,6 +1,8 @@
 package windowaggregator
 
 import (
+	"fmt"
+
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottldatapoint"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottllog"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottlspan"
@@ -69,6 +71,14 @@ const (
 
 var signals = [numInputs]*signal{inputSpans: spanSignal, inputLogs: logSignal, inputMetrics: metricSignal}
 
+// newParser returns the signal's OTTL parser, with the standard converters.
+func (sg *signal) newParser(set component.TelemetrySettings) (ottlParser, error) {
+	if sg.ottl == nil {
+		return nil, fmt.Errorf("%s take no OTTL", sg.name)
+	}
+	return sg.ottl(set)
+}
+
 // signalNamed returns the signal whose configuration name is name, or nil.
 func signalNamed(name string) *signal {
 	for _, sg := range signals {
@@ -108,38 +118,3 @@ func signalNames() []string {
 	}
 	return out
 }
-
-// signalAggs are the aggregations of one signal and what they read of its records: the signal's file
-// reads only that.
-type signalAggs struct {
-	aggs []*aggregation
-	// fields: bit i, some aggregation reads the signal's special key i
-	fields uint32
-	// ids: some keeps exemplars, for which the records' trace and span ids are read
-	ids bool
-	// weighs: some weighs records (weight other than none); adjusted: by their adjusted count, for
-	// which spans' tracestates are read
-	weighs, adjusted bool
-	// kinds: some selects records by their kind (where.span_kind)
-	kinds bool
-	// byName: for metrics, the aggregations that take the points of each metric name
-	byName map[string][]*aggregation
-}
-
-func (sa *signalAggs) add(a *aggregation) {
-	sa.aggs = append(sa.aggs, a)
-	sa.fields |= a.fields()
-	sa.ids = sa.ids || a.exemplars > 0
-	sa.weighs = sa.weighs || a.weight != weighNone
-	sa.adjusted = sa.adjusted || a.weight == weighAdjustedCount
-	sa.kinds = sa.kinds || a.kinds != 0
-	for _, name := range a.metricNames {
-		if sa.byName == nil {
-			sa.byName = map[string][]*aggregation{}
-		}
-		sa.byName[name] = append(sa.byName[name], a)
-	}
-}
-
-// reads reports whether some aggregation reads special key i.
-func (sa *signalAggs) reads(i int) bool { return sa.fields&(1<<i) != 0 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"reflect"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -14,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
@@ -36,10 +36,7 @@ type shared struct {
 	engine  *stream.Engine
 	tel     *telemetry
 	emitter *delivery.Emitter
-	// instance is the service.instance.id that output resources carry: the collector's, or the one
-	// of the restored checkpoint (see checkpointer.decode); "" for none
-	instance string
-	storage  *checkpointer
+	storage *checkpointer
 	// inputs is what the metrics aggregations keep of their input streams
 	inputs *metricInputs
 
@@ -71,16 +68,13 @@ var (
 	registry   = map[component.ID]*shared{}
 )
 
-// minWatermark is what Engine.Watermark returns while no record has been accepted.
-const minWatermark = math.MinInt64
-
 // acquire returns the shared state of id, creating it with the first instance. The engine's wall
 // clock is the one ctx carries (clock.NewContext), else the system clock.
 func acquire(ctx context.Context, set component.TelemetrySettings, id component.ID, cfg *Config) (*shared, error) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	if s, ok := registry[id]; ok {
-		if !reflect.DeepEqual(s.cfg, cfg) {
+		if !s.cfg.sameSettings(cfg) {
 			return nil, fmt.Errorf("%s: every instance of one component id shares one state, but this one is configured differently from another (a processor and a connector with the same id must have the same settings; give them different names)", id)
 		}
 		s.mu.Lock()
@@ -108,13 +102,6 @@ func instanceID(res pcommon.Resource) string {
 	return v.AsString()
 }
 
-// setInstance sets the service.instance.id that output resources carry: at creation, and at the
-// restore in the first Start, before the component's goroutines run.
-func (s *shared) setInstance(id string) {
-	s.instance = id
-	s.emitter.SetInstance(id)
-}
-
 func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, clk clock.Clock) (*shared, error) {
 	s := &shared{id: id, cfg: cfg, logger: set.Logger, drained: make([]bool, len(cfg.Aggregations))}
 	ecfg := stream.Config{
@@ -128,7 +115,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		Clock:            clk,
 	}
 	for i, ac := range cfg.Aggregations {
-		a, err := compileAggregation(i, ac, set)
+		a, err := compileAggregation(i, ac, cfg.parsers(set))
 		if err != nil {
 			return nil, err
 		}
@@ -140,10 +127,21 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	if s.engine, err = stream.New(ecfg); err != nil {
 		return nil, err
 	}
-	if s.tel, err = newTelemetry(set); err != nil {
+	names := make([]string, len(s.aggs))
+	for i, a := range s.aggs {
+		names[i] = a.name
+	}
+	if s.tel, err = newTelemetry(set, names); err != nil {
 		return nil, err
 	}
-	s.inputs = newMetricInputs(s.aggs, cfg.MaxInputStreams)
+	points := make([]bool, len(s.aggs))
+	for i, a := range s.aggs {
+		points[i] = a.signal.points
+	}
+	s.inputs = newMetricInputs(points, cfg.MaxInputStreams)
+	for i, a := range s.aggs {
+		a.input = s.inputs.byAgg[i]
+	}
 	t := pmetric.AggregationTemporalityDelta
 	if cfg.Temporality == temporalityCumulative {
 		t = pmetric.AggregationTemporalityCumulative
@@ -155,15 +153,51 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	s.emitter = delivery.New(delivery.Config{Interval: cfg.Emit.Interval, MaxPendingPoints: cfg.Emit.MaxPendingPoints,
 		MaxPointsPerSend: cfg.Emit.MaxPointsPerSend, Temporality: t, Version: moduleVersion(), Inputs: numInputs},
 		described, s.engine, s.tel.TelemetryBuilder, s.logger)
-	s.setInstance(instanceID(set.Resource))
-	if err := s.tel.observe(s); err != nil {
+	// The collector's, until a restored checkpoint says another (see checkpointer.decode).
+	s.emitter.SetInstance(instanceID(set.Resource))
+	if err := s.observe(); err != nil {
 		return nil, err
 	}
 	if cfg.Storage != nil {
-		s.storage = newCheckpointer(s)
+		s.storage = &checkpointer{id: id, cfg: cfg, logger: s.logger, tel: s.tel, engine: s.engine, inputs: s.inputs, emitter: s.emitter}
 		s.emitter.SetDurability(s.storage)
 	}
 	return s, nil
+}
+
+// observe registers the callback that reads the observable instruments from the state: one
+// callback for all of them, so that the engine's Stats are read once per collection (the builder's
+// Register...Callback would register one callback, and read Stats once, per instrument).
+func (s *shared) observe() error {
+	t := s.tel
+	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := s.engine.Stats()
+		o.ObserveInt64(t.WindowAggregatorWindowsFired, int64(st.WindowsFired))
+		o.ObserveInt64(t.WindowAggregatorLateFirings, int64(st.LateFirings))
+		o.ObserveInt64(t.WindowAggregatorOverflowRecords, int64(st.OverflowRecords))
+		for i, a := range s.aggs {
+			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", a.name)))
+			o.ObserveInt64(t.WindowAggregatorActiveSeries, st.ActiveSeries[i], set)
+			var ov int64
+			if st.OverflowActive[i] {
+				ov = 1
+			}
+			o.ObserveInt64(t.WindowAggregatorOverflowSeries, ov, set)
+			if a.signal.points {
+				o.ObserveInt64(t.WindowAggregatorInputStreams, int64(s.inputs.streams(i)), set)
+			}
+		}
+		if st.Watermark != stream.NoWatermark {
+			o.ObserveFloat64(t.WindowAggregatorWatermarkLag, float64(s.engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
+		}
+		if len(s.cfg.Watermark.PerSource) > 0 {
+			o.ObserveInt64(t.WindowAggregatorWatermarkSources, int64(st.Sources))
+		}
+		o.ObserveInt64(t.WindowAggregatorPendingPoints, int64(s.emitter.Pending()))
+		return nil
+	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources, t.WindowAggregatorInputStreams)
+	t.registration = reg
+	return err
 }
 
 // moduleVersion is the version of this module in the running binary, for the instrumentation scope.
@@ -203,7 +237,7 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	s.started = true
 	s.mu.Unlock()
 	s.inputs.since = s.engine.Now() // unless the checkpoint restored says since when
-	s.logMemoryEstimate()
+	logMemoryEstimate(s.logger, s.cfg, s.aggs)
 	if s.storage != nil {
 		if err := s.storage.start(ctx, host); err != nil {
 			return err
@@ -287,20 +321,20 @@ func (s *shared) inputEnded(input int) bool {
 // another instance are judged as before, never expired because this one stopped. A metrics output
 // then delivers what has fired before it returns. With storage nothing fires early: open windows are
 // checkpointed by the last instance.
-func (s *shared) shutdownInstance(ctx context.Context, in *instance) error {
-	if in.feed >= 0 {
-		s.endFeed(in.feed, in.connector)
+func (s *shared) shutdownInstance(ctx context.Context, feed int, connector bool, sink *delivery.Sink) error {
+	if feed >= 0 {
+		s.endFeed(feed, connector)
 	}
 	if s.storage == nil {
-		s.drainEnded(ctx, in.sink)
+		s.drainEnded(ctx, sink)
 	}
-	if in.sink != nil {
+	if sink != nil {
 		s.emitter.Collect(ctx)
 		if s.emitter.HoldsAny() {
 			s.storage.Save(ctx) // what is queued is then checkpointed, and may go out
 		}
 		s.emitter.Send(ctx, true)
-		s.emitter.StopSink(ctx, in.sink)
+		s.emitter.StopSink(ctx, sink)
 	}
 	return s.release(ctx)
 }

@@ -1,8 +1,6 @@
 package windowaggregator
 
 import (
-	"context"
-
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -12,12 +10,14 @@ import (
 )
 
 // telemetry is the component's self-telemetry: the instruments declared in metadata.yaml
-// (telemetry:) and made by the generated TelemetryBuilder (internal/metadata, `make generate`), and
-// the one callback that observes the engine's counters. The names are listed in the README.
+// (telemetry:) and made by the generated TelemetryBuilder (internal/metadata, `make generate`), the
+// attribute sets of each aggregation's counters, and the one callback that observes the state's
+// gauges (shared.observe). The names are listed in the README.
 type telemetry struct {
 	*metadata.TelemetryBuilder
 	meter        metric.Meter // the builder's meter, for the one callback of observe
 	registration metric.Registration
+	byAgg        []*aggOptions // by aggregation index
 }
 
 // Outcome attribute values, as option lists: passing a list with ... reuses it, where passing one
@@ -47,6 +47,9 @@ func outcomeOption(outcome string) []metric.AddOption {
 func lateAttrs(reason, action string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason), attribute.String("action", action)))
 }
+
+// numVerdicts sizes the tables indexed by verdict; Invalid is the last.
+const numVerdicts = int(stream.Invalid) + 1
 
 // lateAction is what happened to a call's late records: the late counter's action attribute.
 type lateAction uint8
@@ -85,30 +88,28 @@ var (
 	}()
 )
 
-// ottlErrorOptions are the attribute sets of an aggregation's OTTL errors, by clause.
-func ottlErrorOptions(aggregation string) (o [numOTTLClauses][]metric.AddOption) {
+// aggOptions are the attribute sets of one aggregation's counters: its name alone, and by OTTL clause,
+// metric point outcome and incompatible histogram's reason.
+type aggOptions struct {
+	name         []metric.AddOption
+	ottl         [numOTTLClauses][]metric.AddOption
+	points       [numPointOutcomes][]metric.AddOption
+	incompatible [numHistogramFaults][]metric.AddOption
+}
+
+func newAggOptions(aggregation string) *aggOptions {
+	with := func(k, v string) []metric.AddOption {
+		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", aggregation), attribute.String(k, v)))}
+	}
+	o := &aggOptions{name: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", aggregation)))}}
 	for c, clause := range ottlClauseNames {
-		o[c] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
-			attribute.String("aggregation", aggregation), attribute.String("clause", clause)))}
+		o.ottl[c] = with("clause", clause)
 	}
-	return o
-}
-
-// pointOptions are the attribute sets of an aggregation's metric_points, by outcome, and of its
-// other counters of metric inputs (its name alone).
-func pointOptions(aggregation string) (o [numPointOutcomes][]metric.AddOption, agg []metric.AddOption) {
 	for i, outcome := range pointOutcomeNames {
-		o[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
-			attribute.String("aggregation", aggregation), attribute.String("outcome", outcome)))}
+		o.points[i] = with("outcome", outcome)
 	}
-	return o, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", aggregation)))}
-}
-
-// incompatibleOptions are the attribute sets of an aggregation's incompatible_histograms, by reason.
-func incompatibleOptions(aggregation string) (o [numHistogramFaults][]metric.AddOption) {
 	for f, reason := range histogramFaultNames {
-		o[f] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
-			attribute.String("aggregation", aggregation), attribute.String("reason", reason)))}
+		o.incompatible[f] = with("reason", reason)
 	}
 	return o
 }
@@ -117,46 +118,17 @@ func reasonAttr(reason string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
 }
 
-func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
+// newTelemetry makes the instruments, and the attribute sets of the aggregations named aggs.
+func newTelemetry(set component.TelemetrySettings, aggs []string) (*telemetry, error) {
 	b, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{TelemetryBuilder: b, meter: metadata.Meter(set)}, nil
-}
-
-// observe registers the callback that reads the observable instruments from the shared state: one
-// callback for all of them, so that the engine's Stats are read once per collection (the builder's
-// Register...Callback would register one callback, and read Stats once, per instrument).
-func (t *telemetry) observe(s *shared) error {
-	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		st := s.engine.Stats()
-		o.ObserveInt64(t.WindowAggregatorWindowsFired, int64(st.WindowsFired))
-		o.ObserveInt64(t.WindowAggregatorLateFirings, int64(st.LateFirings))
-		o.ObserveInt64(t.WindowAggregatorOverflowRecords, int64(st.OverflowRecords))
-		for i, a := range s.aggs {
-			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", a.name)))
-			o.ObserveInt64(t.WindowAggregatorActiveSeries, st.ActiveSeries[i], set)
-			var ov int64
-			if st.OverflowActive[i] {
-				ov = 1
-			}
-			o.ObserveInt64(t.WindowAggregatorOverflowSeries, ov, set)
-			if a.signal.points {
-				o.ObserveInt64(t.WindowAggregatorInputStreams, int64(s.inputs.streams(i)), set)
-			}
-		}
-		if st.Watermark != minWatermark {
-			o.ObserveFloat64(t.WindowAggregatorWatermarkLag, float64(s.engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
-		}
-		if len(s.cfg.Watermark.PerSource) > 0 {
-			o.ObserveInt64(t.WindowAggregatorWatermarkSources, int64(st.Sources))
-		}
-		o.ObserveInt64(t.WindowAggregatorPendingPoints, int64(s.emitter.Pending()))
-		return nil
-	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources, t.WindowAggregatorInputStreams)
-	t.registration = reg
-	return err
+	t := &telemetry{TelemetryBuilder: b, meter: metadata.Meter(set)}
+	for _, name := range aggs {
+		t.byAgg = append(t.byAgg, newAggOptions(name))
+	}
+	return t, nil
 }
 
 func (t *telemetry) shutdown() {

@@ -43,11 +43,6 @@ var weightReasonNames = [numWeightReasons]string{
 	weightNotFinite: "not_finite", weightNotPositive: "not_positive", weightTooLarge: "too_large",
 }
 
-// weightOfValue is the weight reason of a value that could not be read as a number.
-var weightOfValue = [numValueReasons]weightReason{
-	valueMissing: weightMissing, valueNotNumeric: weightNotNumeric, valueNotFinite: weightNotFinite,
-}
-
 // adjustedCount returns the adjusted count of a span whose W3C tracestate is ts, as contrib's
 // pkg/sampling computes it: 2^56 / (2^56 - threshold) for the OpenTelemetry threshold th (ot=th:c is
 // 4), 1 without a threshold, and 1 for a tracestate that does not parse.
@@ -83,17 +78,6 @@ func (c *traceStates) adjustedCount(ts string) (float64, weightReason) {
 		c.raw, c.used = ts, true
 	}
 	return c.n, c.why
-}
-
-// positiveWeight checks a weight read from an attribute: a finite number above 0.
-func positiveWeight(w float64, why valueReason) (float64, weightReason) {
-	switch {
-	case why != valueOK:
-		return 1, weightOfValue[why]
-	case w <= 0:
-		return 1, weightNotPositive
-	}
-	return w, weightOK
 }
 
 // roundWeight makes weight w (finite, > 0) a whole number of records: its integer part, plus one with

@@ -77,6 +77,8 @@ type Emitter struct {
 	logger     *zap.Logger
 	sinks      sinks
 	builders   []*builder // by the input signal of the aggregation
+	// instance is the service.instance.id that output resources carry (see SetInstance)
+	instance string
 	// byAgg are the attributes of the counters of one aggregation: its name
 	byAgg        [][]metric.AddOption
 	queue        []pendingBatch
@@ -125,10 +127,14 @@ func (em *Emitter) SetDurability(d Durability) { em.durability = d }
 // SetInstance sets the service.instance.id that output resources carry: at creation, and at a
 // restore, before the component's goroutines run.
 func (em *Emitter) SetInstance(id string) {
+	em.instance = id
 	for _, b := range em.builders {
 		b.instance = id
 	}
 }
+
+// Instance returns the service.instance.id that output resources carry; "" for none.
+func (em *Emitter) Instance() string { return em.instance }
 
 // AddSink registers a metrics output taking the results of input (Config.Inputs: of every input).
 func (em *Emitter) AddSink(next consumer.Metrics, input int) *Sink { return em.sinks.add(next, input) }

@@ -88,11 +88,14 @@ func New(cfg Config) (*Engine, error) {
 // Now reads the engine's clock.
 func (e *Engine) Now() int64 { return e.clock.Now() }
 
-// Watermark returns W at the engine clock's now, or math.MinInt64 while no record has been accepted.
+// NoWatermark is what Watermark returns while no record has been accepted: below every time.
+const NoWatermark = math.MinInt64
+
+// Watermark returns W at the engine clock's now, or NoWatermark while no record has been accepted.
 func (e *Engine) Watermark() int64 {
 	w := e.wm.current(e.clock.Now())
 	if w <= minTime {
-		return math.MinInt64
+		return NoWatermark
 	}
 	return w
 }
@@ -210,7 +213,7 @@ func (b *Batch) touchSource(idx int32, gen uint32) {
 // Watermark returns the watermark the batch judges records by, as Engine.Watermark does.
 func (b *Batch) Watermark() int64 {
 	if b.w <= minTime {
-		return math.MinInt64
+		return NoWatermark
 	}
 	return b.w
 }

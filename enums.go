@@ -1,0 +1,125 @@
+package windowaggregator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The configuration's enumerations, each a type whose UnmarshalText refuses a value outside it: a bad
+// value fails the configuration where it is read, and the collector names its key. Validate checks
+// them again (check), for configurations built in code.
+
+// Temporality is the temporality of count, sum and histogram: cumulative running totals per series,
+// or delta, the records of one slide per point.
+type Temporality string
+
+const (
+	temporalityCumulative Temporality = "cumulative"
+	temporalityDelta      Temporality = "delta"
+)
+
+func (t Temporality) check() error { return oneOf(t, temporalityCumulative, temporalityDelta) }
+
+func (t *Temporality) UnmarshalText(text []byte) error { return unmarshalEnum(t, text) }
+
+// LateFirings says where a record added within allowed_lateness goes: fold, into its series' next
+// point; revise (delta only), into a re-emitted slide of its window.
+type LateFirings string
+
+const (
+	lateFold   LateFirings = "fold"
+	lateRevise LateFirings = "revise"
+)
+
+func (f LateFirings) check() error { return oneOf(f, lateFold, lateRevise) }
+
+func (f *LateFirings) UnmarshalText(text []byte) error { return unmarshalEnum(f, text) }
+
+// LateAction is what becomes of late data: route, to the late pipelines; drop, counted.
+type LateAction string
+
+const (
+	actionRoute LateAction = "route"
+	actionDrop  LateAction = "drop"
+)
+
+func (a LateAction) check() error { return oneOf(a, actionRoute, actionDrop) }
+
+func (a *LateAction) UnmarshalText(text []byte) error { return unmarshalEnum(a, text) }
+
+// SignalName is an aggregation's signal: spans, logs or metrics.
+type SignalName string
+
+func (s SignalName) check() error {
+	if signalNamed(string(s)) == nil {
+		return fmt.Errorf("must be one of %s, got %q", strings.Join(signalNames(), ", "), s)
+	}
+	return nil
+}
+
+func (s *SignalName) UnmarshalText(text []byte) error { return unmarshalEnum(s, text) }
+
+// Unit is the unit of a duration value: ns, us, ms or s; "" is ms.
+type Unit string
+
+func (u Unit) check() error {
+	if _, ok := unitScale[u]; !ok && u != "" {
+		return fmt.Errorf("must be one of ns, us, ms, s, got %q", u)
+	}
+	return nil
+}
+
+func (u *Unit) UnmarshalText(text []byte) error { return unmarshalEnum(u, text) }
+
+// Weight is what a record stands for: adjusted_count (the sampling's adjusted count, from a span's
+// tracestate), none (1), or attribute:<key>; "" is its signal's default.
+type Weight string
+
+const (
+	weightAdjustedCountName Weight = "adjusted_count"
+	weightNoneName          Weight = "none"
+)
+
+func (w Weight) check() error {
+	switch {
+	case w == "" || w == weightNoneName || w == weightAdjustedCountName:
+	case strings.HasPrefix(string(w), valueAttributePrefix):
+		if strings.TrimPrefix(string(w), valueAttributePrefix) == "" {
+			return fmt.Errorf("attribute: needs a key, as in attribute:sample.rate")
+		}
+	default:
+		return fmt.Errorf("must be adjusted_count, none or attribute:<key>, got %q", w)
+	}
+	return nil
+}
+
+func (w *Weight) UnmarshalText(text []byte) error { return unmarshalEnum(w, text) }
+
+// enum is a configuration enumeration: a string type that checks its value.
+type enum interface {
+	~string
+	check() error
+}
+
+// unmarshalEnum sets *e to text if it is one of e's values.
+func unmarshalEnum[E enum](e *E, text []byte) error {
+	v := E(text)
+	if err := v.check(); err != nil {
+		return err
+	}
+	*e = v
+	return nil
+}
+
+// oneOf checks that v is one of values.
+func oneOf[E ~string](v E, values ...E) error {
+	if slices.Contains(values, v) {
+		return nil
+	}
+	quoted := make([]string, len(values))
+	for i, x := range values {
+		quoted[i] = fmt.Sprintf("%q", x)
+	}
+	return fmt.Errorf("must be %s or %s, got %q", strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1], v)
+}
