@@ -83,7 +83,7 @@ func compileAggregation(index int, a AggregationConfig, parsers *ottlParsers) (*
 	parse := func(what string, p func(ottlParser) error) error {
 		if parser == nil {
 			var err error
-			if parser, err = parsers.parser(sg); err != nil {
+			if parser, err = parsers.parser(sg.name, sg.newParser); err != nil {
 				return fmt.Errorf("aggregation %q: %s: %w", a.Name, what, err)
 			}
 		}

@@ -3,11 +3,8 @@ package windowaggregator
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"reflect"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
@@ -15,7 +12,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // Config is the configuration of both forms of window_aggregator. The keys are those of the contract
@@ -214,13 +210,9 @@ func (v *ValueConfig) UnmarshalText(text []byte) error {
 	return nil
 }
 
-const (
-	valueDuration        = "duration"
-	valueAttributePrefix = "attribute:"
-)
+const valueDuration = "duration"
 
 var (
-	unitScale = map[Unit]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 	// spanKindByConfig are the values of where.span_kind.
 	spanKindByConfig = map[string]ptrace.SpanKind{
 		"unspecified": ptrace.SpanKindUnspecified, "internal": ptrace.SpanKindInternal, "server": ptrace.SpanKindServer,
@@ -257,286 +249,6 @@ func (c *Config) sameSettings(o *Config) bool {
 	x, y := *c, *o
 	x.ottl, y.ottl = nil, nil
 	return reflect.DeepEqual(x, y)
-}
-
-// Validate reports every invalid setting, each naming its key and the reason.
-func (c *Config) Validate() error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
-	}
-	if c.Window.Size <= 0 || c.Window.Size > maxDuration {
-		bad("window.size", "is required and must be > 0 and <= %s, got %s", maxDuration, c.Window.Size)
-	}
-	if s := c.Window.Slide; s < 0 || s > c.Window.Size && c.Window.Size > 0 {
-		bad("window.slide", "must be > 0 and <= window.size (%s), got %s", c.Window.Size, s)
-	} else if s > 0 && c.Window.Size > 0 && c.Window.Size%s != 0 {
-		bad("window.slide", "window.size (%s) must be a whole multiple of it, got %s", c.Window.Size, s)
-	} else if s > 0 && c.Window.Size/s > stream.MaxPanesPerWindow {
-		bad("window.slide", "window.size / window.slide must be at most %d (a record is in that many windows), got %s / %s = %d",
-			stream.MaxPanesPerWindow, c.Window.Size, s, c.Window.Size/s)
-	}
-	seenSource := map[string]bool{}
-	for _, k := range c.Watermark.PerSource {
-		switch {
-		case k == "":
-			bad("watermark.per_source", "empty key")
-		case seenSource[k]:
-			bad("watermark.per_source", "key %q listed twice", k)
-		}
-		seenSource[k] = true
-	}
-	if c.Watermark.SourceIdleTimeout <= 0 || c.Watermark.SourceIdleTimeout > maxDuration {
-		bad("watermark.source_idle_timeout", "must be > 0 and <= %s, got %s", maxDuration, c.Watermark.SourceIdleTimeout)
-	}
-	if m := c.Watermark.MaxSources; m <= 0 || m > stream.MaxSourcesLimit {
-		bad("watermark.max_sources", "must be between 1 and %d, got %d", stream.MaxSourcesLimit, m)
-	}
-	for _, kd := range []struct {
-		key string
-		d   time.Duration
-	}{ // in the order of the keys in the configuration, so that errors come in a stable order
-		{"watermark.max_out_of_orderness", c.Watermark.MaxOutOfOrderness},
-		{"watermark.idle_timeout", c.Watermark.IdleTimeout},
-		{"watermark.max_future_skew", c.Watermark.MaxFutureSkew},
-		{"allowed_lateness", c.AllowedLateness},
-		{"series_expiration", c.SeriesExpiration},
-		{"checkpoint.interval", c.Checkpoint.Interval},
-	} {
-		if kd.d < 0 || kd.d > maxDuration {
-			bad(kd.key, "must be between 0s and %s, got %s", maxDuration, kd.d)
-		}
-	}
-	if c.Emit.Interval <= 0 {
-		bad("emit.interval", "must be > 0, got %s", c.Emit.Interval)
-	}
-	if c.Emit.MaxPointsPerSend <= 0 {
-		bad("emit.max_points_per_send", "must be > 0, got %d", c.Emit.MaxPointsPerSend)
-	}
-	if c.Emit.MaxPendingPoints < c.Emit.MaxPointsPerSend {
-		bad("emit.max_pending_points", "must be at least emit.max_points_per_send (%d), got %d", c.Emit.MaxPointsPerSend, c.Emit.MaxPendingPoints)
-	}
-	switch c.ErrorMode {
-	case ottl.IgnoreError, ottl.SilentError, ottl.PropagateError:
-	default:
-		bad("error_mode", "must be %q, %q or %q, got %q", ottl.IgnoreError, ottl.SilentError, ottl.PropagateError, c.ErrorMode)
-	}
-	for _, e := range []struct {
-		key string
-		err error
-	}{{"late_data.action", c.LateData.Action.check()}, {"temporality", c.Temporality.check()}, {"late_firings", c.LateFirings.check()}} {
-		if e.err != nil {
-			bad(e.key, "%v", e.err)
-		}
-	}
-	if c.LateFirings == lateRevise && c.Temporality == temporalityCumulative {
-		bad("late_firings", "revise needs temporality: delta (cumulative totals take late records in their next point)")
-	}
-	if c.SeriesExpiration == 0 {
-		bad("series_expiration", "must be > 0")
-	}
-	if c.MaxSeries <= 0 {
-		bad("max_series", "must be > 0, got %d", c.MaxSeries)
-	}
-	if c.MaxInputStreams <= 0 {
-		bad("max_input_streams", "must be > 0, got %d", c.MaxInputStreams)
-	}
-	if len(c.Aggregations) == 0 {
-		bad("aggregations", "at least one aggregation is required")
-	}
-	names := map[string]bool{}
-	for i, a := range c.Aggregations {
-		key := fmt.Sprintf("aggregations[%d]", i)
-		if a.Name != "" {
-			key = fmt.Sprintf("aggregations[%d] (%s)", i, a.Name)
-		}
-		errs = append(errs, a.validate(key, names, c.parsers(validationSettings))...)
-	}
-	return errors.Join(errs...)
-}
-
-func (a *AggregationConfig) validate(key string, names map[string]bool, parsers *ottlParsers) []error {
-	var errs []error
-	bad := func(sub, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s.%s: %s", key, sub, fmt.Sprintf(format, args...)))
-	}
-	switch {
-	case a.Name == "":
-		bad("name", "is required")
-	case names[a.Name]:
-		bad("name", "%q is used by another aggregation; names must be unique", a.Name)
-	case strings.TrimSpace(a.Name) != a.Name:
-		bad("name", "%q has leading or trailing spaces", a.Name)
-	}
-	names[a.Name] = true
-	sg := signalNamed(string(a.Signal))
-	if err := a.Signal.check(); err != nil {
-		bad("signal", "%v", err)
-		sg = &signal{} // reads nothing: the other keys are checked as far as they can be
-	}
-	// parse checks that OTTL expression expr parses for the signal, as what says (condition, value),
-	// and keeps what it parsed for the component (see Config.parsers).
-	var parser ottlParser
-	parse := func(sub, expr string, what func(ottlParser, string) error) {
-		if parser == nil && sg.ottl != nil {
-			var err error
-			if parser, err = parsers.parser(sg); err != nil {
-				bad(sub, "%v", err)
-				return
-			}
-		}
-		switch {
-		case strings.TrimSpace(expr) == "":
-			bad(sub, "empty OTTL expression")
-		case parser == nil:
-			bad(sub, "%s take no OTTL", a.Signal)
-		default:
-			if err := what(parser, expr); err != nil {
-				bad(sub, "%v", err)
-			}
-		}
-	}
-	isCondition := func(p ottlParser, expr string) error { _, err := p.condition(expr); return err }
-	isValue := func(p ottlParser, expr string) error { _, err := p.value(expr); return err }
-	if a.Where != nil {
-		if len(a.Where.SpanKind) > 0 && !sg.kinds {
-			bad("where.span_kind", "applies to spans only")
-		}
-		for _, k := range a.Where.SpanKind {
-			if _, ok := spanKindByConfig[k]; !ok {
-				bad("where.span_kind", "unknown span kind %q (want one of unspecified, internal, server, client, producer, consumer)", k)
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(a.Where.Attributes)) { // a stable order of errors
-			v := a.Where.Attributes[k]
-			if k == "" {
-				bad("where.attributes", "empty attribute key")
-			}
-			switch v.(type) {
-			case string, bool, int, int64, float64, uint64:
-			default:
-				bad("where.attributes", "%q: value must be a string, number or bool, got %T", k, v)
-			}
-		}
-		for i, expr := range a.Where.Conditions {
-			parse(fmt.Sprintf("where.conditions[%d]", i), expr, isCondition)
-		}
-		if len(a.Where.MetricNames) > 0 && !sg.points {
-			bad("where.metric_names", "applies to signal: metrics only")
-		}
-		listed := map[string]bool{}
-		for _, n := range a.Where.MetricNames {
-			switch {
-			case n == "":
-				bad("where.metric_names", "empty metric name")
-			case listed[n]:
-				bad("where.metric_names", "%q listed twice", n)
-			}
-			listed[n] = true
-		}
-	}
-	if sg.points && (a.Where == nil || len(a.Where.MetricNames) == 0) {
-		bad("where.metric_names", "is required for signal: metrics (the metrics whose points it takes)")
-	}
-	seen := map[string]bool{}
-	for i, g := range a.GroupBy {
-		sub, k := fmt.Sprintf("group_by[%d]", i), g.Key
-		switch {
-		case k == "":
-			bad(sub, "a key is required (as in service.name, or {key: route, ottl: ...})")
-		case seen[k]:
-			bad(sub, "key %q listed twice", k)
-		case g.OTTL == "" && fieldOwner(k) != nil && sg.field(k) < 0:
-			bad(sub, "%q applies to %s only", k, fieldOwner(k).name)
-		}
-		seen[k] = true
-		if g.OTTL != "" {
-			parse(sub, g.OTTL, isValue)
-		}
-		switch g.Default.(type) {
-		case nil, string, bool, int, int64, float64, uint64:
-		default:
-			bad(sub+".default", "must be a string, number or bool, got %T", g.Default)
-		}
-	}
-	hasValue := sg.duration || sg.points // spans default to duration; metric points are values
-	switch v := a.Value.Source; {
-	case sg.points && a.Value != (ValueConfig{}):
-		bad("value", "a metrics aggregation takes the values of its points; value applies to spans and logs")
-	case a.Value.OTTL != "":
-		parse("value", a.Value.OTTL, isValue)
-		hasValue = true
-	case v == "":
-	case v == valueDuration:
-		if !sg.duration {
-			bad("value", "duration applies to spans only; %s take attribute:<key>", a.Signal)
-		}
-	case strings.HasPrefix(v, valueAttributePrefix):
-		if strings.TrimPrefix(v, valueAttributePrefix) == "" {
-			bad("value", "attribute: needs a key, as in attribute:http.response.body.size")
-		}
-		hasValue = true
-	default:
-		bad("value", "must be duration, attribute:<key> or {ottl: <expression>}, got %q", v)
-	}
-	switch w := a.Weight; {
-	case w.check() != nil:
-		bad("weight", "%v", w.check())
-	case w == "" || w == weightNoneName:
-	case sg.points:
-		bad("weight", "applies to spans and logs; a metric point counts as itself (a histogram as its count)")
-	case w == weightAdjustedCountName && !sg.adjustedCount:
-		bad("weight", "adjusted_count applies to spans only (%s carry no tracestate); use none or attribute:<key>", a.Signal)
-	}
-	switch {
-	case a.Unit.check() != nil:
-		bad("unit", "%v", a.Unit.check())
-	case a.Unit != "" && !a.isDuration():
-		bad("unit", "applies to value: duration only")
-	}
-	outs := map[string]bool{}
-	for _, o := range a.Outputs {
-		if outs[o] {
-			bad("outputs", "%q listed twice", o)
-		}
-		outs[o] = true
-		def := delivery.Lookup(o)
-		if def == nil {
-			bad("outputs", "unknown output %q (want one of %s)", o, delivery.Names())
-			continue
-		}
-		if def.NeedsValue() && !hasValue {
-			bad("outputs", "%q needs a value; set value: attribute:<key>", o)
-		}
-	}
-	if h := a.Histogram; h != nil {
-		switch {
-		case !outs[delivery.Histogram]:
-			bad("histogram", "applies to the histogram output only")
-		case h.Exponential != nil && h.Explicit != nil:
-			bad("histogram", "set exponential or explicit, not both")
-		case h.Exponential != nil:
-			if m := h.Exponential.MaxSize; m != 0 && (m < minHistogramMaxSize || m > maxHistogramMaxSize) {
-				bad("histogram.exponential.max_size", "must be between %d and %d (0: %d), got %d", minHistogramMaxSize, maxHistogramMaxSize, defaultHistogramMaxSize, m)
-			}
-		case h.Explicit != nil:
-			if _, err := a.bucketBounds(1); err != nil {
-				bad("histogram.explicit.buckets", "%v", err)
-			}
-		}
-	}
-	if ex := a.Exemplars; ex.Enabled {
-		switch {
-		case !sg.exemplars:
-			bad("exemplars", "applies to spans only")
-		case !outs[delivery.Histogram] && !outs[delivery.Max]:
-			bad("exemplars", "go on the histogram and max outputs; this aggregation has neither")
-		}
-	}
-	if m := a.Exemplars.MaxPerDataPoint; m < 0 || m > stream.MaxExemplars {
-		bad("exemplars.max_per_data_point", "must be between 1 and %d (0: %d), got %d", stream.MaxExemplars, defaultExemplars, m)
-	}
-	return errs
 }
 
 // bucketBounds returns the explicit buckets' upper bounds as values of the aggregation: durations

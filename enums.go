@@ -60,8 +60,11 @@ func (s SignalName) check() error {
 
 func (s *SignalName) UnmarshalText(text []byte) error { return unmarshalEnum(s, text) }
 
-// Unit is the unit of a duration value: ns, us, ms or s; "" is ms.
+// Unit is the unit of a duration value: ns, us, ms or s; "" is ms. unitScale is the nanoseconds of
+// each.
 type Unit string
+
+var unitScale = map[Unit]float64{"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 func (u Unit) check() error {
 	if _, ok := unitScale[u]; !ok && u != "" {
@@ -79,6 +82,8 @@ type Weight string
 const (
 	weightAdjustedCountName Weight = "adjusted_count"
 	weightNoneName          Weight = "none"
+	// valueAttributePrefix begins a weight, or a value, read from an attribute.
+	valueAttributePrefix = "attribute:"
 )
 
 func (w Weight) check() error {

@@ -2,6 +2,7 @@ package windowaggregator
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
@@ -73,6 +74,45 @@ const (
 
 var ottlClauseNames = [numOTTLClauses]string{clauseWhere: "where", clauseGroupBy: "group_by", clauseValue: "value"}
 
+// ottlFailure is the OTTL errors of one aggregation and clause in one ingest call, with the last.
+type ottlFailure struct {
+	agg    int
+	clause ottlClause
+	n      int64
+	last   error
+}
+
+// ottlErrors are the OTTL errors of one ingest call: by aggregation and clause, to be counted, and with
+// error_mode propagate the first, which the call returns.
+type ottlErrors struct {
+	propagate bool
+	first     error
+	failures  []ottlFailure
+}
+
+// add records an OTTL error of aggregation agg, named name, on the record being read. The record goes on as ignore says (the
+// condition false, the key or the value missing).
+func (e *ottlErrors) add(agg int, name string, clause ottlClause, err error) {
+	if e.first == nil && e.propagate {
+		e.first = fmt.Errorf("aggregation %q: %s: %w", name, ottlClauseNames[clause], err)
+	}
+	fs := e.failures
+	for i := range fs {
+		if fs[i].agg == agg && fs[i].clause == clause {
+			fs[i].n++
+			fs[i].last = err
+			return
+		}
+	}
+	e.failures = append(fs, ottlFailure{agg: agg, clause: clause, n: 1, last: err})
+}
+
+// reset empties e for another call, keeping its buffer.
+func (e *ottlErrors) reset() {
+	clear(e.failures)
+	*e = ottlErrors{failures: e.failures[:0]}
+}
+
 // ottlParsers parse each OTTL expression once: Validate parses the configuration's (with
 // validationSettings), and the component compiles its aggregations with what it parsed (see
 // Config.parsers). Each signal's parser is made on first use, and hands out again what it parsed for
@@ -80,21 +120,21 @@ var ottlClauseNames = [numOTTLClauses]string{clauseWhere: "where", clauseGroupBy
 type ottlParsers struct {
 	set      component.TelemetrySettings
 	mu       sync.Mutex
-	bySignal map[*signal]*onceParser
+	bySignal map[string]*onceParser
 }
 
 func newOTTLParsers(set component.TelemetrySettings) *ottlParsers {
-	return &ottlParsers{set: set, bySignal: map[*signal]*onceParser{}}
+	return &ottlParsers{set: set, bySignal: map[string]*onceParser{}}
 }
 
-// parser returns the parser of signal sg's OTTL.
-func (ps *ottlParsers) parser(sg *signal) (ottlParser, error) {
+// parser returns the parser of the OTTL of the signal named sg, which newParser makes.
+func (ps *ottlParsers) parser(sg string, newParser func(component.TelemetrySettings) (ottlParser, error)) (ottlParser, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if p, ok := ps.bySignal[sg]; ok {
 		return p, nil
 	}
-	p, err := sg.newParser(ps.set)
+	p, err := newParser(ps.set)
 	if err != nil {
 		return nil, err
 	}

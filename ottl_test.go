@@ -380,7 +380,7 @@ func TestOTTLIsParsedOnce(t *testing.T) {
 		GroupBy: []GroupByKey{{Key: "route", OTTL: `span.attributes["http.route"]`}},
 		Value:   ValueConfig{OTTL: `Double(span.attributes["size"])`}}}
 	must(t, cfg.Validate())
-	op := cfg.ottl.bySignal[spanSignal]
+	op := cfg.ottl.bySignal[spanSignal.name]
 	if op == nil || len(op.conditions) != 1 || len(op.values) != 2 {
 		t.Fatalf("Validate kept %+v, want the condition and the two values", op)
 	}

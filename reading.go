@@ -3,7 +3,6 @@ package windowaggregator
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -87,7 +86,7 @@ func (rg *reading) readComputed(a *aggregation) (v float64, why valueReason, tru
 	if a.valueExpr != nil {
 		x, err := a.valueExpr(rg.ctx, r)
 		if err != nil {
-			rg.errs.add(a, clauseValue, err)
+			rg.errs.add(a.index, a.name, clauseValue, err)
 			x = nil
 		}
 		v, why = computedNumber(x)
@@ -102,7 +101,7 @@ func (rg *reading) anyCondition(a *aggregation) bool {
 	for _, cond := range a.conditions {
 		ok, err := cond(rg.ctx, rg.r)
 		if err != nil {
-			rg.errs.add(a, clauseWhere, err)
+			rg.errs.add(a.index, a.name, clauseWhere, err)
 			continue
 		}
 		if ok {
@@ -123,7 +122,7 @@ func (rg *reading) buildComputedKey(a *aggregation) (truncated bool) {
 		case ck.expr != nil:
 			x, err := ck.expr(rg.ctx, r)
 			if err != nil {
-				rg.errs.add(a, clauseGroupBy, err)
+				rg.errs.add(a.index, a.name, clauseGroupBy, err)
 				x = nil
 			}
 			ok, cut := appendComputed(b, x)
@@ -333,45 +332,6 @@ func finite(f float64) (float64, valueReason) {
 		return math.NaN(), valueNotFinite
 	}
 	return f, valueOK
-}
-
-// ottlFailure is the OTTL errors of one aggregation and clause in one ingest call, with the last.
-type ottlFailure struct {
-	agg    int
-	clause ottlClause
-	n      int64
-	last   error
-}
-
-// ottlErrors are the OTTL errors of one ingest call: by aggregation and clause, to be counted, and with
-// error_mode propagate the first, which the call returns.
-type ottlErrors struct {
-	propagate bool
-	first     error
-	failures  []ottlFailure
-}
-
-// add records an OTTL error on the record being read. The record goes on as ignore says (the
-// condition false, the key or the value missing).
-func (e *ottlErrors) add(a *aggregation, clause ottlClause, err error) {
-	if e.first == nil && e.propagate {
-		e.first = fmt.Errorf("aggregation %q: %s: %w", a.name, ottlClauseNames[clause], err)
-	}
-	fs := e.failures
-	for i := range fs {
-		if fs[i].agg == a.index && fs[i].clause == clause {
-			fs[i].n++
-			fs[i].last = err
-			return
-		}
-	}
-	e.failures = append(fs, ottlFailure{agg: a.index, clause: clause, n: 1, last: err})
-}
-
-// reset empties e for another call, keeping its buffer.
-func (e *ottlErrors) reset() {
-	clear(e.failures)
-	*e = ottlErrors{failures: e.failures[:0]}
 }
 
 // appendComputed appends the value v of a computed group_by key to the key: strings, ints, doubles,
