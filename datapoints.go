@@ -53,6 +53,17 @@ func kindOf(m pmetric.Metric) (kind pointKind, cumulative bool) {
 	return pointNone, false
 }
 
+// times returns the point's Timestamp and StartTimestamp.
+func (p *dataPoint) times() (t int64, start uint64) {
+	switch p.kind {
+	case pointHistogram:
+		return int64(p.hist.Timestamp()), uint64(p.hist.StartTimestamp())
+	case pointExponential:
+		return int64(p.exp.Timestamp()), uint64(p.exp.StartTimestamp())
+	}
+	return int64(p.num.Timestamp()), uint64(p.num.StartTimestamp())
+}
+
 // pointOutcome is what an aggregation made of a point: each a metric_points counter attribute.
 type pointOutcome uint8
 
@@ -271,20 +282,33 @@ func increaseOf(dp pmetric.NumberDataPoint) (float64, valueReason) {
 	return v, why
 }
 
-// judge finds a's stream of point p, at t with start, and judges the point against it:
+// judge finds a's stream of point p and judges the point against it:
 // stop is the outcome of a point that adds nothing whatever its value (a new stream past the limit,
 // a point out of order), else pointAggregated; fresh says the stream is new, and whole that it began
 // while the component watched, so that its first point counts whole.
-func judge(p *dataPoint, a *aggregation, in *metricInputs, t int64, start uint64) (st *inputStream, fresh, whole bool, stop pointOutcome) {
-	st, fresh = in.stream(a.index, p.streamKey())
+func judge(p *dataPoint, a *aggregation, in *metricInputs) (j judged, stop pointOutcome) {
+	j.t, j.start = p.times()
+	j.st, j.fresh = in.stream(a.index, p.streamKey())
 	switch {
-	case st == nil:
-		return nil, true, false, pointStreamLimit
-	case !fresh && t <= st.last:
-		return st, false, false, pointOutOfOrder
+	case j.st == nil:
+		return j, pointStreamLimit
+	case !j.fresh && j.t <= j.st.last:
+		return j, pointOutOfOrder
 	}
-	whole = fresh && start != 0 && int64(start) >= in.since && int64(start) > in.byAgg[a.index].forgottenUpTo
-	return st, fresh, whole, pointAggregated
+	j.prev = *j.st
+	j.whole = j.fresh && j.start != 0 && int64(j.start) >= in.since && int64(j.start) > in.byAgg[a.index].forgottenUpTo
+	return j, pointAggregated
+}
+
+// judged is a point of a cumulative input, judged against its stream (see judge): the stream (st), its
+// last point before this one (prev), the point's Timestamp (t) and StartTimestamp (start), whether the
+// stream is new (fresh), and whether it began while the component watched (whole).
+type judged struct {
+	st           *inputStream
+	prev         inputStream
+	t            int64
+	start        uint64
+	fresh, whole bool
 }
 
 // restarted reports whether a point with start comes from a later run of the stream than its last
@@ -299,24 +323,22 @@ func (pa *pointAdder) addCounter(p *dataPoint, a *aggregation, in *metricInputs)
 	if why != valueOK {
 		return valueAdd(v, why) // counted without a value; the base stays
 	}
-	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
-	st, fresh, whole, stop := judge(p, a, in, t, start)
+	j, stop := judge(p, a, in)
 	if stop != pointAggregated {
 		return pointAdd{outcome: stop}
 	}
-	prev := *st
-	st.last, st.start, st.value = t, start, v
+	j.st.last, j.st.start, j.st.value = j.t, j.start, v
 	switch {
-	case fresh && !whole:
+	case j.fresh && !j.whole:
 		return pointAdd{outcome: pointBase}
-	case fresh:
+	case j.fresh:
 		return valueAdd(v, valueOK)
-	case v < prev.value || restarted(&prev, start):
+	case v < j.prev.value || restarted(&j.prev, j.start):
 		add := valueAdd(v, valueOK)
 		add.reset = true
 		return add
 	}
-	return valueAdd(v-prev.value, valueOK)
+	return valueAdd(v-j.prev.value, valueOK)
 }
 
 // histogramHead is what a histogram point of either form says of its values as a whole.

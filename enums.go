@@ -10,43 +10,33 @@ import (
 // value fails the configuration where it is read, and the collector names its key. Validate checks
 // them again (check), for configurations built in code.
 
-// Temporality is the temporality of count, sum and histogram: cumulative running totals per series,
-// or delta, the records of one slide per point.
-type Temporality string
+type (
+	// Temporality is the temporality of count, sum and histogram: cumulative running totals per
+	// series, or delta, the records of one slide per point.
+	Temporality string
+	// LateFirings says where a record added within allowed_lateness goes: fold, into its series' next
+	// point; revise (delta only), into a re-emitted slide of its window.
+	LateFirings string
+	// LateAction is what becomes of late data: route, to the late pipelines; drop, counted.
+	LateAction string
+)
 
 const (
 	temporalityCumulative Temporality = "cumulative"
 	temporalityDelta      Temporality = "delta"
+	lateFold              LateFirings = "fold"
+	lateRevise            LateFirings = "revise"
+	actionRoute           LateAction  = "route"
+	actionDrop            LateAction  = "drop"
 )
 
 func (t Temporality) check() error { return oneOf(t, temporalityCumulative, temporalityDelta) }
+func (f LateFirings) check() error { return oneOf(f, lateFold, lateRevise) }
+func (a LateAction) check() error  { return oneOf(a, actionRoute, actionDrop) }
 
 func (t *Temporality) UnmarshalText(text []byte) error { return unmarshalEnum(t, text) }
-
-// LateFirings says where a record added within allowed_lateness goes: fold, into its series' next
-// point; revise (delta only), into a re-emitted slide of its window.
-type LateFirings string
-
-const (
-	lateFold   LateFirings = "fold"
-	lateRevise LateFirings = "revise"
-)
-
-func (f LateFirings) check() error { return oneOf(f, lateFold, lateRevise) }
-
 func (f *LateFirings) UnmarshalText(text []byte) error { return unmarshalEnum(f, text) }
-
-// LateAction is what becomes of late data: route, to the late pipelines; drop, counted.
-type LateAction string
-
-const (
-	actionRoute LateAction = "route"
-	actionDrop  LateAction = "drop"
-)
-
-func (a LateAction) check() error { return oneOf(a, actionRoute, actionDrop) }
-
-func (a *LateAction) UnmarshalText(text []byte) error { return unmarshalEnum(a, text) }
+func (a *LateAction) UnmarshalText(text []byte) error  { return unmarshalEnum(a, text) }
 
 // SignalName is an aggregation's signal: spans, logs or metrics.
 type SignalName string

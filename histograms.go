@@ -49,16 +49,14 @@ func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricInput
 	if !p.cumulative {
 		return pa.distribution(h, buckets, nil, fault)
 	}
-	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
-	st, fresh, whole, stop := judge(p, a, in, t, start)
+	j, stop := judge(p, a, in)
 	if stop != pointAggregated {
 		return pointAdd{outcome: stop}
 	}
-	bounds := pa.boundsHash(dp)
-	prev := *st
-	reset := !fresh && (h.count < prev.count || bounds != prev.bounds || restarted(&prev, start) ||
+	bounds, prev := pa.boundsHash(dp), &j.prev
+	reset := !j.fresh && (h.count < prev.count || bounds != prev.bounds || restarted(prev, j.start) ||
 		own && prev.buckets != nil && !covers(pa.counts, prev.buckets))
-	add, done := pa.wholeOrBase(fresh, whole, reset, h, buckets, nil, fault)
+	add, done := pa.wholeOrBase(j.fresh, j.whole, reset, h, buckets, nil, fault)
 	if !done {
 		var diff []uint64
 		if own && prev.buckets != nil {
@@ -68,9 +66,10 @@ func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricInput
 		if own && diff == nil && fault == histogramFits {
 			fault = faultNoPreviousBuckets
 		}
-		add = pa.distribution(h.less(&prev), diff, nil, fault)
+		add = pa.distribution(h.less(prev), diff, nil, fault)
 	}
-	st.last, st.start, st.count, st.value, st.bounds = t, start, h.count, h.sum, bounds
+	st := j.st
+	st.last, st.start, st.count, st.value, st.bounds = j.t, j.start, h.count, h.sum, bounds
 	st.buckets = nil
 	if own {
 		st.buckets = append(prev.buckets[:0], pa.counts...)
@@ -178,28 +177,28 @@ func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricInp
 	if !p.cumulative {
 		return pa.distribution(h, nil, cur, fault)
 	}
-	t, start := int64(dp.Timestamp()), uint64(dp.StartTimestamp())
-	st, fresh, whole, stop := judge(p, a, in, t, start)
+	j, stop := judge(p, a, in)
 	if stop != pointAggregated {
 		return pointAdd{outcome: stop}
 	}
-	prev := *st
-	reset := !fresh && (h.count < prev.count || restarted(&prev, start))
+	prev := &j.prev
+	reset := !j.fresh && (h.count < prev.count || restarted(prev, j.start))
 	var inc *sketch.Histogram // the values added since prev
-	if !fresh && !reset && cur != nil && prev.hist != nil {
+	if !j.fresh && !reset && cur != nil && prev.hist != nil {
 		inc = pa.scratchSketch()
 		inc.CopyFrom(cur)
 		inc.Downscale(prev.hist.Scale())
 		reset = !inc.Subtract(prev.hist) // a bucket below its last count
 	}
-	add, done := pa.wholeOrBase(fresh, whole, reset, h, nil, cur, fault)
+	add, done := pa.wholeOrBase(j.fresh, j.whole, reset, h, nil, cur, fault)
 	if !done {
 		if cur != nil && inc == nil && fault == histogramFits {
 			fault = faultNoPreviousBuckets
 		}
-		add = pa.distribution(h.less(&prev), nil, inc, fault)
+		add = pa.distribution(h.less(prev), nil, inc, fault)
 	}
-	st.last, st.start, st.count, st.value = t, start, h.count, h.sum
+	st := j.st
+	st.last, st.start, st.count, st.value = j.t, j.start, h.count, h.sum
 	switch {
 	case cur == nil:
 		st.hist = nil

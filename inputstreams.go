@@ -304,18 +304,13 @@ type inputsDecoder struct {
 	err error
 }
 
-func (d *inputsDecoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errInputsCorrupt
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *inputsDecoder) uvarint() uint64 { return readVarint(d, binary.Uvarint) }
+func (d *inputsDecoder) varint() int64   { return readVarint(d, binary.Varint) }
 
-func (d *inputsDecoder) varint() int64 {
-	v, n := binary.Varint(d.b)
+// readVarint reads a varint with read (binary.Uvarint or binary.Varint); 0, and d failed, if it
+// cannot.
+func readVarint[T uint64 | int64](d *inputsDecoder, read func([]byte) (T, int)) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.err = errInputsCorrupt
 		return 0

@@ -71,14 +71,16 @@ func (c *toMetrics[B]) consume(ctx context.Context, b B) error {
 	return err
 }
 
-// routing is a connector's B->B instance: it aggregates a batch and sends its late records on.
-type routing[B any] struct {
+// onward is an instance that sends batches of B on to next: a connector's B->B instance, which
+// aggregates a batch and sends its late records on (route); the processor in a pipeline of B, which
+// aggregates a batch and passes every record on unchanged, late ones included (pass).
+type onward[B any] struct {
 	instance
 	ingest ingestFunc[B]
 	next   func(context.Context, B) error
 }
 
-func (c *routing[B]) consume(ctx context.Context, b B) error {
+func (c *onward[B]) route(ctx context.Context, b B) error {
 	late, routed, err := c.ingest(c.s, ctx, b, lateActionFor(c.s.cfg, true))
 	if routed {
 		err = errors.Join(err, c.next(ctx, late))
@@ -86,19 +88,11 @@ func (c *routing[B]) consume(ctx context.Context, b B) error {
 	return err
 }
 
-// passing is the processor in a pipeline of B: it aggregates a batch and passes every record on
-// unchanged, late ones included.
-type passing[B any] struct {
-	instance
-	ingest ingestFunc[B]
-	next   func(context.Context, B) error
-}
-
-func (p *passing[B]) consume(ctx context.Context, b B) error {
-	if _, _, err := p.ingest(p.s, ctx, b, latePassed); err != nil {
+func (c *onward[B]) pass(ctx context.Context, b B) error {
+	if _, _, err := c.ingest(c.s, ctx, b, latePassed); err != nil {
 		return err // error_mode propagate: the batch is refused
 	}
-	return p.next(ctx, b)
+	return c.next(ctx, b)
 }
 
 func lateActionFor(cfg *Config, routed bool) lateAction {
@@ -116,8 +110,8 @@ type signalForms[B, N, C, P any] struct {
 	ingest    ingestFunc[B]
 	consumeOf func(N) func(context.Context, B) error
 	toMetrics func(*toMetrics[B]) C
-	routing   func(*routing[B]) C
-	passing   func(*passing[B]) P
+	routing   func(*onward[B]) C
+	passing   func(*onward[B]) P
 }
 
 func (f *signalForms[B, N, C, P]) createToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (c C, err error) {
@@ -138,7 +132,7 @@ func (f *signalForms[B, N, C, P]) createRouting(ctx context.Context, set connect
 	s.mu.Lock()
 	s.routes[f.input] = true
 	s.mu.Unlock()
-	return f.routing(&routing[B]{instance: newInstance(s, nil, f.input, true), ingest: f.ingest, next: f.consumeOf(next)}), nil
+	return f.routing(&onward[B]{instance: newInstance(s, nil, f.input, true), ingest: f.ingest, next: f.consumeOf(next)}), nil
 }
 
 func (f *signalForms[B, N, C, P]) createPassing(ctx context.Context, set processor.Settings, cfg component.Config, next N) (p P, err error) {
@@ -146,5 +140,5 @@ func (f *signalForms[B, N, C, P]) createPassing(ctx context.Context, set process
 	if err != nil {
 		return p, err
 	}
-	return f.passing(&passing[B]{instance: newInstance(s, nil, f.input, false), ingest: f.ingest, next: f.consumeOf(next)}), nil
+	return f.passing(&onward[B]{instance: newInstance(s, nil, f.input, false), ingest: f.ingest, next: f.consumeOf(next)}), nil
 }

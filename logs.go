@@ -114,22 +114,26 @@ var logLevels = levels[plog.Logs, plog.ResourceLogs, plog.ScopeLogs, plog.LogRec
 // The instances that take logs: the forms of instance.go, under plog's names.
 type (
 	logsToMetrics struct{ *toMetrics[plog.Logs] }
-	logsToLogs    struct{ *routing[plog.Logs] }
-	logsProcessor struct{ *passing[plog.Logs] }
+	logsToLogs    struct{ *onward[plog.Logs] }
+	logsProcessor struct{ *onward[plog.Logs] }
 )
 
 func (c logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	return c.consume(ctx, ld)
 }
-func (c logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error { return c.consume(ctx, ld) }
+
+func (c logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	return c.route(ctx, ld)
+}
+
 func (p logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	return p.consume(ctx, ld)
+	return p.pass(ctx, ld)
 }
 
 var logsForms = &signalForms[plog.Logs, consumer.Logs, connector.Logs, processor.Logs]{
 	input: inputLogs, ingest: ingestLogs,
 	consumeOf: func(next consumer.Logs) func(context.Context, plog.Logs) error { return next.ConsumeLogs },
 	toMetrics: func(c *toMetrics[plog.Logs]) connector.Logs { return logsToMetrics{c} },
-	routing:   func(c *routing[plog.Logs]) connector.Logs { return logsToLogs{c} },
-	passing:   func(p *passing[plog.Logs]) processor.Logs { return logsProcessor{p} },
+	routing:   func(c *onward[plog.Logs]) connector.Logs { return logsToLogs{c} },
+	passing:   func(p *onward[plog.Logs]) processor.Logs { return logsProcessor{p} },
 }

@@ -166,22 +166,26 @@ func removePoints(m pmetric.Metric, taken func() bool) (emptied bool) {
 	var left int
 	switch m.Type() {
 	case pmetric.MetricTypeGauge:
-		m.Gauge().DataPoints().RemoveIf(func(pmetric.NumberDataPoint) bool { return remove() })
-		left = m.Gauge().DataPoints().Len()
+		left = removeFrom(m.Gauge().DataPoints(), remove)
 	case pmetric.MetricTypeSum:
-		m.Sum().DataPoints().RemoveIf(func(pmetric.NumberDataPoint) bool { return remove() })
-		left = m.Sum().DataPoints().Len()
+		left = removeFrom(m.Sum().DataPoints(), remove)
 	case pmetric.MetricTypeHistogram:
-		m.Histogram().DataPoints().RemoveIf(func(pmetric.HistogramDataPoint) bool { return remove() })
-		left = m.Histogram().DataPoints().Len()
+		left = removeFrom(m.Histogram().DataPoints(), remove)
 	case pmetric.MetricTypeExponentialHistogram:
-		m.ExponentialHistogram().DataPoints().RemoveIf(func(pmetric.ExponentialHistogramDataPoint) bool { return remove() })
-		left = m.ExponentialHistogram().DataPoints().Len()
+		left = removeFrom(m.ExponentialHistogram().DataPoints(), remove)
 	case pmetric.MetricTypeSummary:
-		m.Summary().DataPoints().RemoveIf(func(pmetric.SummaryDataPoint) bool { return remove() })
-		left = m.Summary().DataPoints().Len()
+		left = removeFrom(m.Summary().DataPoints(), remove)
 	}
 	return removed && left == 0
+}
+
+// removeFrom removes the points of dps that remove says, in order, and returns how many are left.
+func removeFrom[P any, S interface {
+	RemoveIf(func(P) bool)
+	Len() int
+}](dps S, remove func() bool) int {
+	dps.RemoveIf(func(P) bool { return remove() })
+	return dps.Len()
 }
 
 // reportPoints adds one call's point tallies to the counters.
@@ -209,7 +213,7 @@ func (s *shared) reportPoints(ctx context.Context, tally []pointTally) {
 // the points taken, with drop_aggregated_input), the window results besides.
 type (
 	metricsToMetrics struct{ *toMetrics[pmetric.Metrics] }
-	metricsProcessor struct{ *passing[pmetric.Metrics] }
+	metricsProcessor struct{ *onward[pmetric.Metrics] }
 )
 
 func (c metricsToMetrics) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
@@ -223,7 +227,7 @@ func (p metricsProcessor) ConsumeMetrics(ctx context.Context, md pmetric.Metrics
 		}
 		return p.next(ctx, md)
 	}
-	return p.consume(ctx, md)
+	return p.pass(ctx, md)
 }
 
 // Capabilities: removing the points taken changes the batch.
@@ -235,7 +239,7 @@ var metricsForms = &signalForms[pmetric.Metrics, consumer.Metrics, connector.Met
 	input: inputMetrics, ingest: ingestMetrics,
 	consumeOf: func(next consumer.Metrics) func(context.Context, pmetric.Metrics) error { return next.ConsumeMetrics },
 	toMetrics: func(c *toMetrics[pmetric.Metrics]) connector.Metrics { return metricsToMetrics{c} },
-	passing:   func(p *passing[pmetric.Metrics]) processor.Metrics { return metricsProcessor{p} },
+	passing:   func(p *onward[pmetric.Metrics]) processor.Metrics { return metricsProcessor{p} },
 }
 
 var errDropInConnector = errors.New("drop_aggregated_input applies to the processor form only: the connector never passes its input on")

@@ -150,24 +150,26 @@ var traceLevels = levels[ptrace.Traces, ptrace.ResourceSpans, ptrace.ScopeSpans,
 // The instances that take traces: the forms of instance.go, under ptrace's names.
 type (
 	tracesToMetrics struct{ *toMetrics[ptrace.Traces] }
-	tracesToTraces  struct{ *routing[ptrace.Traces] }
-	tracesProcessor struct{ *passing[ptrace.Traces] }
+	tracesToTraces  struct{ *onward[ptrace.Traces] }
+	tracesProcessor struct{ *onward[ptrace.Traces] }
 )
 
 func (c tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	return c.consume(ctx, td)
 }
+
 func (c tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return c.consume(ctx, td)
+	return c.route(ctx, td)
 }
+
 func (p tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return p.consume(ctx, td)
+	return p.pass(ctx, td)
 }
 
 var tracesForms = &signalForms[ptrace.Traces, consumer.Traces, connector.Traces, processor.Traces]{
 	input: inputSpans, ingest: ingestTraces,
 	consumeOf: func(next consumer.Traces) func(context.Context, ptrace.Traces) error { return next.ConsumeTraces },
 	toMetrics: func(c *toMetrics[ptrace.Traces]) connector.Traces { return tracesToMetrics{c} },
-	routing:   func(c *routing[ptrace.Traces]) connector.Traces { return tracesToTraces{c} },
-	passing:   func(p *passing[ptrace.Traces]) processor.Traces { return tracesProcessor{p} },
+	routing:   func(c *onward[ptrace.Traces]) connector.Traces { return tracesToTraces{c} },
+	passing:   func(p *onward[ptrace.Traces]) processor.Traces { return tracesProcessor{p} },
 }

@@ -157,33 +157,31 @@ func (e exporter) send(j job, st *stats) {
 	// sent is what the endpoint accepted.
 	ctx, cancel := context.WithTimeout(context.Background(), e.timeout)
 	defer cancel()
-	if j.kind == sendMetrics {
-		resp, err := e.metrics.Export(ctx, pmetricotlp.NewExportRequestFromMetrics(j.metrics))
-		if err != nil {
-			st.failed(j, err)
-			return
+	var rejected int64
+	var message string
+	var err error
+	switch j.kind {
+	case sendMetrics:
+		var resp pmetricotlp.ExportResponse
+		if resp, err = e.metrics.Export(ctx, pmetricotlp.NewExportRequestFromMetrics(j.metrics)); err == nil {
+			rejected, message = resp.PartialSuccess().RejectedDataPoints(), resp.PartialSuccess().ErrorMessage()
 		}
-		ps := resp.PartialSuccess()
-		st.ok(j, ps.RejectedDataPoints(), ps.ErrorMessage())
-		return
-	}
-	if j.kind == sendSpans {
-		resp, err := e.traces.Export(ctx, ptraceotlp.NewExportRequestFromTraces(j.traces))
-		if err != nil {
-			st.failed(j, err)
-			return
+	case sendSpans:
+		var resp ptraceotlp.ExportResponse
+		if resp, err = e.traces.Export(ctx, ptraceotlp.NewExportRequestFromTraces(j.traces)); err == nil {
+			rejected, message = resp.PartialSuccess().RejectedSpans(), resp.PartialSuccess().ErrorMessage()
 		}
-		ps := resp.PartialSuccess()
-		st.ok(j, ps.RejectedSpans(), ps.ErrorMessage())
-		return
+	default:
+		var resp plogotlp.ExportResponse
+		if resp, err = e.logs.Export(ctx, plogotlp.NewExportRequestFromLogs(j.logs)); err == nil {
+			rejected, message = resp.PartialSuccess().RejectedLogRecords(), resp.PartialSuccess().ErrorMessage()
+		}
 	}
-	resp, err := e.logs.Export(ctx, plogotlp.NewExportRequestFromLogs(j.logs))
 	if err != nil {
 		st.failed(j, err)
 		return
 	}
-	ps := resp.PartialSuccess()
-	st.ok(j, ps.RejectedLogRecords(), ps.ErrorMessage())
+	st.ok(j, rejected, message)
 }
 
 // waitConnected dials the endpoint and waits until the connection is ready, fails once, ctx is

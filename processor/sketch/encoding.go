@@ -74,32 +74,22 @@ func (d *decoder) fail(format string, args ...any) {
 
 // uvarint and varint return 0 when they fail, as binary.Uvarint and binary.Varint do, and after an
 // earlier failure.
-func (d *decoder) uvarint(what string) uint64 {
+func (d *decoder) uvarint(what string) uint64 { return readVarint(d, what, binary.Uvarint) }
+func (d *decoder) varint(what string) int64   { return readVarint(d, what, binary.Varint) }
+
+// readVarint reads the varint what with read (binary.Uvarint or binary.Varint); n <= 0 (too few bytes,
+// or more than 64 bits) fails d.
+func readVarint[T uint64 | int64](d *decoder, what string, read func([]byte) (T, int)) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Uvarint(d.b[d.off:])
-	d.skipVarint(n, what)
-	return v
-}
-
-func (d *decoder) varint(what string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.off:])
-	d.skipVarint(n, what)
-	return v
-}
-
-// skipVarint moves past the n bytes the varint what took, as binary.Uvarint or binary.Varint returned
-// n; n <= 0 (too few bytes, or more than 64 bits) fails d.
-func (d *decoder) skipVarint(n int, what string) {
+	v, n := read(d.b[d.off:])
 	if n <= 0 {
 		d.fail("bad %s at byte %d", what, d.off)
-		return
+		return 0
 	}
 	d.off += n
+	return v
 }
 
 func (d *decoder) float(what string) float64 {

@@ -110,16 +110,7 @@ func (h *Histogram) Insert(v float64) bool {
 	if bits&expMask == expMask {
 		return false
 	}
-	if h.count++; h.count == 0 {
-		h.count-- // saturated (see AddCounts)
-	}
-	h.sum += v
-	if v < h.min {
-		h.min = v
-	}
-	if v > h.max {
-		h.max = v
-	}
+	h.addSummary(v, 1)
 	a := bits &^ signMask
 	if a == 0 {
 		h.zeroCount = AddCounts(h.zeroCount, 1)
@@ -178,14 +169,7 @@ func (h *Histogram) InsertN(v float64, n uint64) bool {
 	if n == 0 {
 		return true
 	}
-	h.count = AddCounts(h.count, n)
-	h.sum += v * float64(n)
-	if v < h.min {
-		h.min = v
-	}
-	if v > h.max {
-		h.max = v
-	}
+	h.addSummary(v, n)
 	a := bits &^ signMask
 	if a == 0 {
 		h.zeroCount = AddCounts(h.zeroCount, n)
@@ -197,6 +181,19 @@ func (h *Histogram) InsertN(v float64, n uint64) bool {
 	}
 	h.insertSlow(b, h.index(a), n)
 	return true
+}
+
+// addSummary counts n values v (finite) in the count, sum, min and max; a count that does not fit
+// saturates (AddCounts). v×1 is exactly v: an insert's sum is what adding v makes.
+func (h *Histogram) addSummary(v float64, n uint64) {
+	h.count = AddCounts(h.count, n)
+	h.sum += v * float64(n)
+	if v < h.min {
+		h.min = v
+	}
+	if v > h.max {
+		h.max = v
+	}
 }
 
 // insertSlow adds n to bucket idx of b: for Insert, when the fast path could

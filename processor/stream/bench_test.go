@@ -68,7 +68,7 @@ func benchEngine(b *testing.B, size, slide time.Duration, nSeries, exemplars int
 			bt := e.Begin(clk.Now())
 			for i := 0; i < batch && done < n; i, done = i+1, done+1 {
 				if exemplars == 0 && weight <= 1 {
-					bt.stage(0, br.keys[k], t+br.offset[i]%step, br.values[i], int32(i))
+					stage(bt, 0, br.keys[k], t+br.offset[i]%step, br.values[i], int32(i))
 				} else {
 					rec = Record{Key: br.keys[k], Time: t + br.offset[i]%step, Value: br.values[i], Tag: int32(i), Weight: weight}
 					if exemplars > 0 {
@@ -202,7 +202,7 @@ func BenchmarkIngestParallel(b *testing.B) {
 					bt.End()
 					return
 				}
-				bt.stage(0, br.keys[k], t+br.offset[i]%int64(100*time.Millisecond), br.values[i], int32(i))
+				stage(bt, 0, br.keys[k], t+br.offset[i]%int64(100*time.Millisecond), br.values[i], int32(i))
 				k = (k + 1) % len(br.keys)
 			}
 			bt.Apply(ignoreLate)

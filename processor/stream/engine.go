@@ -242,17 +242,6 @@ func (e *Engine) hash(agg int, key []byte) uint64 {
 	return maphash.Bytes(e.seed, key) ^ uint64(agg)*0x9e3779b97f4a7c15
 }
 
-// stage is StageChecked with the check: it returns Invalid or Future at once for a record that cannot
-// be added (counting it, and not staging it), and OnTime when it has staged it.
-func (b *Batch) stage(agg int, key []byte, t int64, v float64, tag int32) Verdict {
-	if vd := b.Check(t); vd != OnTime {
-		b.verdicts[vd]++
-		return vd
-	}
-	b.StageChecked(&Record{Agg: agg, Key: key, Time: t, Value: v, Tag: tag})
-	return OnTime
-}
-
 // Record is one record of one aggregation as the engine takes it: what the component reads of a span
 // or a log record for that aggregation.
 type Record struct {

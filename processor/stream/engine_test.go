@@ -324,7 +324,7 @@ func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
 		b := h.e.Begin(h.clk.Now())
 		keys := []string{"k9", "k3", "k7", "k0", "k5", "k3", "k1", "k9"}
 		for i, k := range keys {
-			if vd := b.stage(0, []byte(k), 1*sec, float64(i), int32(i)); vd != OnTime {
+			if vd := stage(b, 0, []byte(k), 1*sec, float64(i), int32(i)); vd != OnTime {
 				t.Fatalf("stage: %v", vd)
 			}
 		}
@@ -352,6 +352,17 @@ func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stage is StageChecked with the check: it returns Invalid or Future at once for a record that cannot
+// be added (counting it, and not staging it), and OnTime when it has staged it.
+func stage(b *Batch, agg int, key []byte, t int64, v float64, tag int32) Verdict {
+	if vd := b.Check(t); vd != OnTime {
+		b.verdicts[vd]++
+		return vd
+	}
+	b.StageChecked(&Record{Agg: agg, Key: key, Time: t, Value: v, Tag: tag})
+	return OnTime
 }
 
 // addOne stages one record and applies it at once: a record at a time, through the path the component

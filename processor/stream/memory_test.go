@@ -231,8 +231,13 @@ func TestSeriesFindAndHeadOnItsFirstTwoCacheLines(t *testing.T) {
 // without.
 func TestPaneExemplarsWithinTheMemoryFormula(t *testing.T) {
 	const nSeries = 5000
+	// The least of three measures: what other goroutines allocate meanwhile only adds to one.
 	heap := func(k int) float64 {
-		return heapHeldBy(func() any { return exemplarEngine(t, nSeries, k) }) / nSeries
+		least := math.Inf(1)
+		for range 3 {
+			least = min(least, heapHeldBy(func() any { return exemplarEngine(t, nSeries, k) })/nSeries)
+		}
+		return least
 	}
 	none := heap(0)
 	for _, k := range []int{1, 5, 20} {

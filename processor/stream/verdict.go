@@ -20,9 +20,12 @@ const (
 var verdictNames = [numVerdicts]string{"on_time", "late_update", "expired", "future", "invalid"}
 
 // String returns the verdict's snake_case name, as used in counters and attributes.
-func (v Verdict) String() string {
-	if v < numVerdicts {
-		return verdictNames[v]
+func (v Verdict) String() string { return nameOf(verdictNames[:], v) }
+
+// nameOf returns names[v], or "unknown" past the last.
+func nameOf[E ~int | ~uint8](names []string, v E) string {
+	if int(v) >= 0 && int(v) < len(names) {
+		return names[v]
 	}
 	return "unknown"
 }

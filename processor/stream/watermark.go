@@ -238,12 +238,7 @@ var heldByNames = [numHeldBy]string{"none", "records", "source", "clock", "idle"
 
 // String returns the snake_case name, as used in the telemetry's held_by attribute, or "unknown" past
 // the last value.
-func (h HeldBy) String() string {
-	if h < numHeldBy {
-		return heldByNames[h]
-	}
-	return "unknown"
-}
+func (h HeldBy) String() string { return nameOf(heldByNames[:], h) }
 
 // sourceCount returns the number of sources held.
 func (w *watermark) sourceCount() int {

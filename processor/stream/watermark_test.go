@@ -336,7 +336,7 @@ func TestExpiredRecordsWatermarkExpiresAllItsWindows(t *testing.T) {
 	ts := []int64{975, 985, 965, 930, 1005}
 	keys := []string{"a", "b", "c", "d", "e"}
 	for i, s := range ts {
-		b.stage(0, []byte(keys[i]), s*sec, 1, int32(i))
+		stage(b, 0, []byte(keys[i]), s*sec, 1, int32(i))
 	}
 	type judged struct {
 		vd Verdict
@@ -392,7 +392,7 @@ func TestExpiredRecordsWatermarkUnderConcurrentIngest(t *testing.T) {
 				for i := range 1 + rng.IntN(30) {
 					t := now - rng.Int64N(80*sec) + 10*sec // from 70 s behind the clock to 10 s ahead
 					ts = append(ts, t)
-					b.stage(rng.IntN(2), []byte{byte('a' + rng.IntN(26))}, t, 1, int32(i))
+					stage(b, rng.IntN(2), []byte{byte('a' + rng.IntN(26))}, t, 1, int32(i))
 				}
 				bw, maxW := b.Watermark(), int64(math.MinInt64)
 				b.Apply(func(tag int32, vd Verdict, w int64) {

@@ -116,36 +116,35 @@ type Config struct {
 
 // Validate reports a configuration the generator cannot honour.
 func (c Config) Validate() error {
-	var errs []error
-	if c.Services < 1 {
-		errs = append(errs, fmt.Errorf("services must be at least 1, got %d", c.Services))
-	}
-	if c.Series < 1 {
-		errs = append(errs, fmt.Errorf("series must be at least 1, got %d", c.Series))
-	}
-	if c.OutOfOrder < 0 {
-		errs = append(errs, fmt.Errorf("out-of-order must not be negative, got %v", c.OutOfOrder))
-	}
+	var p problems
+	p.unless(c.Services >= 1, "services must be at least 1, got %d", c.Services)
+	p.unless(c.Series >= 1, "series must be at least 1, got %d", c.Series)
+	p.unless(c.OutOfOrder >= 0, "out-of-order must not be negative, got %v", c.OutOfOrder)
 	for _, f := range []struct {
 		name string
 		v    float64
 	}{{"late", c.Late}, {"too-late", c.TooLate}, {"future", c.Future}, {"invalid", c.Invalid}} {
-		if math.IsNaN(f.v) || f.v < 0 || f.v > 1 {
-			errs = append(errs, fmt.Errorf("%s must be a fraction in [0, 1], got %v", f.name, f.v))
-		}
+		p.unless(f.v >= 0 && f.v <= 1, "%s must be a fraction in [0, 1], got %v", f.name, f.v) // NaN fails too
 	}
-	if sum := c.Late + c.TooLate + c.Future + c.Invalid; sum > 1+1e-9 {
-		errs = append(errs, fmt.Errorf("late + too-late + future + invalid must not exceed 1, got %v", sum))
-	}
+	sum := c.Late + c.TooLate + c.Future + c.Invalid
+	p.unless(sum <= 1+1e-9, "late + too-late + future + invalid must not exceed 1, got %v", sum)
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{{"late-by", c.LateBy}, {"too-late-by", c.TooLateBy}, {"future-by", c.FutureBy}, {"warm-up", c.WarmUp}} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("%s must not be negative, got %v", d.name, d.v))
-		}
+		p.unless(d.v >= 0, "%s must not be negative, got %v", d.name, d.v)
 	}
-	return errors.Join(errs...)
+	return errors.Join(p...)
+}
+
+// problems are what a Validate found wrong.
+type problems []error
+
+// unless adds a problem, as format says, unless ok.
+func (p *problems) unless(ok bool, format string, args ...any) {
+	if !ok {
+		*p = append(*p, fmt.Errorf(format, args...))
+	}
 }
 
 // Generator builds batches of spans and logs. It is not safe for concurrent use.
@@ -301,21 +300,18 @@ func (g *Generator) Spans(now time.Time, n int) (ptrace.Traces, Counts) {
 	warm := g.begin(now)
 	td := ptrace.NewTraces()
 	var counts Counts
-	bySvc := make([]ptrace.SpanSlice, g.cfg.Services)
-	have := make([]bool, g.cfg.Services)
+	spans := perService(g.cfg.Services, func(svc int) ptrace.SpanSlice {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr(AttrServiceName, g.services[svc])
+		ss := rs.ScopeSpans().AppendEmpty()
+		ss.Scope().SetName(ScopeName)
+		return ss.Spans()
+	})
 	for range n {
 		svc, s := g.series()
-		if !have[svc] {
-			rs := td.ResourceSpans().AppendEmpty()
-			rs.Resource().Attributes().PutStr(AttrServiceName, g.services[svc])
-			ss := rs.ScopeSpans().AppendEmpty()
-			ss.Scope().SetName(ScopeName)
-			bySvc[svc], have[svc] = ss.Spans(), true
-		}
 		k := g.kind(warm)
 		counts[k]++
-
-		sp := bySvc[svc].AppendEmpty()
+		sp := spans(svc).AppendEmpty()
 		sp.SetTraceID(g.traceID())
 		sp.SetSpanID(g.spanID())
 		sp.SetName(g.names[s])
@@ -340,6 +336,18 @@ func (g *Generator) Spans(now time.Time, n int) (ptrace.Traces, Counts) {
 	return td, counts
 }
 
+// perService returns the record list of a service of n, made by newList for the service's first
+// record: each service's records under a resource of their own.
+func perService[L any](n int, newList func(svc int) L) func(svc int) L {
+	lists, made := make([]L, n), make([]bool, n)
+	return func(svc int) L {
+		if !made[svc] {
+			lists[svc], made[svc] = newList(svc), true
+		}
+		return lists[svc]
+	}
+}
+
 var severities = []struct {
 	text   string
 	number plog.SeverityNumber
@@ -357,21 +365,18 @@ func (g *Generator) Logs(now time.Time, n int) (plog.Logs, Counts) {
 	warm := g.begin(now)
 	ld := plog.NewLogs()
 	var counts Counts
-	bySvc := make([]plog.LogRecordSlice, g.cfg.Services)
-	have := make([]bool, g.cfg.Services)
+	records := perService(g.cfg.Services, func(svc int) plog.LogRecordSlice {
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutStr(AttrServiceName, g.services[svc])
+		sl := rl.ScopeLogs().AppendEmpty()
+		sl.Scope().SetName(ScopeName)
+		return sl.LogRecords()
+	})
 	for range n {
 		svc, s := g.series()
-		if !have[svc] {
-			rl := ld.ResourceLogs().AppendEmpty()
-			rl.Resource().Attributes().PutStr(AttrServiceName, g.services[svc])
-			sl := rl.ScopeLogs().AppendEmpty()
-			sl.Scope().SetName(ScopeName)
-			bySvc[svc], have[svc] = sl.LogRecords(), true
-		}
 		k := g.kind(warm)
 		counts[k]++
-
-		lr := bySvc[svc].AppendEmpty()
+		lr := records(svc).AppendEmpty()
 		if ts, ok := g.eventTime(now, k); ok {
 			lr.SetTimestamp(pcommon.NewTimestampFromTime(ts))
 			lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(now))

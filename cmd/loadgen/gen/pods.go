@@ -2,7 +2,6 @@ package gen
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -46,20 +45,12 @@ type PodsConfig struct {
 
 // Validate reports a configuration the pods cannot honour.
 func (c PodsConfig) Validate() error {
-	var errs []error
-	if c.Services < 1 {
-		errs = append(errs, fmt.Errorf("services must be at least 1, got %d", c.Services))
-	}
-	if c.PodsPerService < 1 {
-		errs = append(errs, fmt.Errorf("pods must be at least 1, got %d", c.PodsPerService))
-	}
-	if c.MaxRequests < 0 {
-		errs = append(errs, fmt.Errorf("max requests must not be negative, got %d", c.MaxRequests))
-	}
-	if math.IsNaN(c.Restart) || c.Restart < 0 || c.Restart > 1 {
-		errs = append(errs, fmt.Errorf("restart must be a fraction in [0, 1], got %v", c.Restart))
-	}
-	return errors.Join(errs...)
+	var p problems
+	p.unless(c.Services >= 1, "services must be at least 1, got %d", c.Services)
+	p.unless(c.PodsPerService >= 1, "pods must be at least 1, got %d", c.PodsPerService)
+	p.unless(c.MaxRequests >= 0, "max requests must not be negative, got %d", c.MaxRequests)
+	p.unless(c.Restart >= 0 && c.Restart <= 1, "restart must be a fraction in [0, 1], got %v", c.Restart) // NaN fails too
+	return errors.Join(p...)
 }
 
 // ServiceTotals is what the pods of one service served after their first export: requests, and
