@@ -396,10 +396,10 @@ func (pa *pointAdder) distribution(h histogramHead, buckets []uint64, sk *sketch
 
 // feedsHistogram reports whether the aggregation has a histogram output; feedsSketch whether it
 // keeps a sketch (an exponential histogram output, or percentiles).
-func (a *aggregation) feedsHistogram() bool { return a.hasOutput(delivery.Histogram) }
+func (c *aggregation) feedsHistogram() bool { return c.hasOutput(delivery.Histogram) }
 
-func (a *aggregation) feedsSketch() bool {
-	return len(a.quantiles) > 0 || a.bounds == nil && a.hasOutput(delivery.Histogram)
+func (c *aggregation) feedsSketch() bool {
+	return len(c.quantiles) > 0 || c.bounds == nil && c.hasOutput(delivery.Histogram)
 }
 
 // wholeOrBase returns what a cumulative histogram point adds when it is its stream's first point

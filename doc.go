@@ -1,27 +1,45 @@
 // Package windowaggregator is an OpenTelemetry Collector component, in a processor and a connector
 // form, that turns spans, logs and metric points into event-time window metrics. The engine is in
 // processor/stream (its model is stated in processor/stream/doc.go); sketches are in
-// processor/sketch.
+// processor/sketch; delivery of the results in internal/delivery.
 //
-// The path of a record, and the file that holds each step:
+// The path of a record, and the file that holds each step (each file refers only to those below it):
 //
-//	ptrace / plog / pmetric ─► spans.go, logs.go, metrics.go: a signal's instances (both forms),
-//	   │  the walk of its pdata, the record view filled record by record (record.go), its late
-//	   │  records' routing (metric points: what a point adds to an aggregation, datapoints.go, from
-//	   │  its input stream's last point, inputstreams.go)
-//	   ▼  state.go: one state per component id (engine, emitter, checkpoint.go)
-//	ingest.go, the core: each aggregation (aggregation.go) reads the view (reading.go): selects,
-//	   │  keys, values and weighs (weight.go) the record, which is staged at its event time (a
-//	   │  histogram point as a distribution)
+//	ptrace / plog / pmetric ─► factory.go ─► the instances of both forms, written once over the
+//	   │  signal's pdata (instance.go), under the names of a signal's file (spans.go, logs.go,
+//	   │  metrics.go), which holds the signal's reader and its walk: the reader fills the record view
+//	   │  (record.go) record by record; a metric point's reader is metricreader.go
+//	   ▼
+//	ingest.go, the core: each aggregation (aggregation.go) reads the view (reading.go: selection, key
+//	   │  and value, as configured or by OTTL) and weighs it (weight.go); a metric point adds what
+//	   │  its kind says (datapoints.go, histograms.go; its input stream's last point, inputstreams.go);
+//	   │  the record is staged at its event time, a histogram point as a distribution
 //	   ▼
 //	stream.Batch (processor/stream/engine.go): Begin → SetSource → Stage → Apply → End
 //	   │  shard.go → table.go, series.go → pane.go; watermark.go, source.go; window.go
-//	   ├─ late / future / invalid ─► the signal's file ─► its late pipeline (late.go marks), or counted
+//	   ├─ late / future / invalid ─► late.go: a copy of the late records, marked, for the signal's
+//	   │  late pipeline (instance.go), or counted
 //	   ▼  W passes a window's end
 //	stream.Result with its Point (processor/stream/result.go, point.go)
 //	   ▼
-//	metrics_builder.go (outputs.go) → pmetric, in batches of at most emit.max_points_per_send
-//	   ▼
-//	emitter.go: queue bounded in points; the component's goroutines collect, checkpoint (with
-//	storage), and deliver (split.go for oversized requests) ─► metrics consumer
+//	internal/delivery: builder.go (the table of outputs, outputs.go) → pmetric, in batches of at
+//	most emit.max_points_per_send; emitter.go: a queue bounded in points, collected and delivered by
+//	the component's goroutines (split.go cuts oversized requests) ─► the sinks (sinks.go), the
+//	metrics consumers
+//
+// state.go holds one state per component id: the engine, the metric inputs, the emitter, and with
+// storage the checkpoint (checkpoint.go), which reads and restores the emitter's queue through its
+// methods; config.go, enums.go and validate.go the configuration; telemetry.go the counters'
+// attribute sets; memory.go the memory formula.
+//
+// Locks, in the order they are taken (a goroutine holding one takes only those after it):
+//
+//	registryMu → shared.mu → checkpointer.mu → metricInputs.gate → metricInputs.mu →
+//	delivery.Emitter.sendMu → delivery.Emitter.mu → delivery's sink table → the engine's locks
+//
+// and, taken alone, the OTTL error log's and the OTTL parsers' locks. A collection takes the
+// emitter's lock, then releases it before it asks for a checkpoint, which takes the checkpointer's;
+// a checkpoint takes the engine's snapshot under the emitter's lock (Emitter.Checkpoint), with the
+// metric inputs' gate held for writing, so that no batch of metric points is between changing a
+// stream and staging its increase.
 package windowaggregator
