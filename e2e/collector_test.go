@@ -251,3 +251,27 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// A window of 1m sliding by 1ms puts each record in 60000 windows: the distribution refuses it at
+// startup, naming window.slide. 10000 windows per record is the limit, and is accepted.
+func TestGeometryLimitFailsAtStartupNamingWindowSlide(t *testing.T) {
+	skipShort(t)
+	config := func(size, slide string) string {
+		window := fmt.Sprintf("{size: %s, slide: %s}", size, slide)
+		return writeConfig(t, "geometry.yaml", debugConfig(freePort(t), window, "[{name: a, signal: spans, outputs: [count]}]", "traces"))
+	}
+	bad := config("1m", "1ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, distBinary, "--config", bad).CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the distribution kept running on window.size 1m, window.slide 1ms:\n%s", out)
+	}
+	if err == nil {
+		t.Fatalf("the distribution exited cleanly on window.size 1m, window.slide 1ms:\n%s", out)
+	}
+	checkOutputContains(t, "startup error", out, "window.slide", "10000")
+	if out, err := validate(config("10s", "1ms")); err != nil {
+		t.Errorf("window.size 10s, window.slide 1ms (10000 windows per record) is within the limit: %v\n%s", err, out)
+	}
+}
