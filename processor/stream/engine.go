@@ -229,6 +229,13 @@ func (b *Batch) Check(t int64) Verdict {
 	return OnTime
 }
 
+// ExpiresAt returns the watermark at which a record at t, which Check has passed, has expired for
+// every window that holds it: the end of the latest of them plus the allowed lateness.
+func (b *Batch) ExpiresAt(t int64) int64 {
+	g := &b.e.g
+	return g.lastEnd(b.paneStart(t)) + g.lateness
+}
+
 // paneStart returns the start of the pane that holds t, which Check has passed.
 func (b *Batch) paneStart(t int64) int64 {
 	if t < b.paneLo || t-b.paneLo >= b.e.g.slide {
