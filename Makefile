@@ -39,6 +39,7 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngest$$' ./processor/stream/
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzUnmarshal$$' ./processor/sketch/
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzDecode$$' ./processor/serieskey/
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzDecode$$' ./internal/dedup/
 
 # The collector distributions, rebuilt when the component or their builder config changes.
 dist: $(DIST) $(GATEWAY)

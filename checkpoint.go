@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
+	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
@@ -21,7 +22,8 @@ import (
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
 // aggregations it was taken with (see fingerprint), the service.instance.id its results carry, the
 // engine snapshot (watermark, open windows, fired results not yet collected), the metric inputs'
-// streams (see metricInputs.appendTo), the result batches queued for delivery, and a CRC-32C of all
+// streams (see metricInputs.appendTo), the remembered identities (dedup.Set.AppendTo; empty without
+// dedup), the result batches queued for delivery, and a CRC-32C of all
 // that before it, so that any damage of up to 32 bits in a row, and most other damage, is detected.
 //
 // There is one format: a checkpoint of another version is discarded, logged and counted, like a
@@ -29,7 +31,7 @@ import (
 const (
 	checkpointKey     = "window_aggregator.state"
 	checkpointMagic   = "WACP"
-	checkpointVersion = 5
+	checkpointVersion = 6
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
@@ -44,6 +46,9 @@ type checkpointer struct {
 	engine  *stream.Engine
 	inputs  *metricInputs
 	emitter *delivery.Emitter
+	// gate is the ingest gate (shared.gate); dedup the remembered identities, or nil
+	gate  *sync.RWMutex
+	dedup *dedup.Set
 
 	mu     sync.Mutex
 	client storage.Client
@@ -172,22 +177,26 @@ func (c *checkpointer) fingerprint() string {
 // itself is a new buffer, as a storage client may keep what it is given.
 func (c *checkpointer) encode() (data []byte, seq uint64) {
 	fp := c.fingerprint()
-	// The metric inputs' gate first: no metrics batch may move a stream's base between its snapshot
-	// and the engine's, which would hold the increase measured from it, or the reverse. The engine's
-	// snapshot under the emitter's lock (Emitter.Checkpoint): no emission may collect the engine's
-	// pending results between the snapshot (which holds them) and the queue (which would then hold
-	// them too).
+	// The ingest gate first: no batch may move a metric stream's base, or remember an identity,
+	// between their part and the engine's snapshot, which would hold the increase measured from it,
+	// or the record, or the reverse. The engine's snapshot under the emitter's lock
+	// (Emitter.Checkpoint): no emission may collect the engine's pending results between the
+	// snapshot (which holds them) and the queue (which would then hold them too).
 	in := c.inputs
-	in.gate.Lock()
+	c.gate.Lock()
 	in.mu.Lock()
 	inputs := in.appendTo(nil)
 	in.mu.Unlock()
+	var ids []byte
+	if c.dedup != nil {
+		ids = c.dedup.AppendTo(nil, c.engine.Watermark())
+	}
 	batches, seq := c.emitter.Checkpoint(func() {
 		c.snap = c.engine.Snapshot(c.snap[:0])
-		in.gate.Unlock()
+		c.gate.Unlock()
 	})
 	instance := c.emitter.Instance()
-	size := len(checkpointMagic) + 1 + 5*binary.MaxVarintLen64 + len(fp) + len(instance) + len(c.snap) + len(inputs) + crc32.Size
+	size := len(checkpointMagic) + 1 + 6*binary.MaxVarintLen64 + len(fp) + len(instance) + len(c.snap) + len(inputs) + len(ids) + crc32.Size
 	for _, q := range batches {
 		size += 2*binary.MaxVarintLen64 + len(q.Raw)
 	}
@@ -201,6 +210,8 @@ func (c *checkpointer) encode() (data []byte, seq uint64) {
 	b = append(b, c.snap...)
 	b = binary.AppendUvarint(b, uint64(len(inputs)))
 	b = append(b, inputs...)
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	b = append(b, ids...)
 	b = binary.AppendUvarint(b, uint64(len(batches)))
 	for _, q := range batches {
 		b = binary.AppendUvarint(b, uint64(q.Input))
@@ -262,6 +273,16 @@ func (c *checkpointer) decode(b []byte) error {
 	if err != nil {
 		return err
 	}
+	ids, ok := next()
+	if !ok {
+		return errCheckpointCorrupt
+	}
+	restoreIDs, dropped := func() {}, 0
+	if c.dedup != nil && len(ids) > 0 { // without dedup now, the identities are of no use
+		if restoreIDs, dropped, err = c.dedup.Decode(ids); err != nil {
+			return err
+		}
+	}
 	nq, w := binary.Uvarint(b)
 	if w <= 0 || nq > uint64(len(b)) {
 		return errCheckpointCorrupt
@@ -293,6 +314,11 @@ func (c *checkpointer) decode(b []byte) error {
 		return err
 	}
 	restoreInputs()
+	restoreIDs()
+	if dropped > 0 {
+		c.logger.Warn("The checkpoint remembers more record identities than dedup.max_ids; those past it are forgotten, and their copies would count again",
+			zap.Int("forgotten", dropped), zap.Int("max_ids", c.dedup.Max()))
+	}
 	if id := string(instance); id != "" && id != c.emitter.Instance() {
 		// The restored series go on under the id they were written with: another would make them new
 		// series in the backend, besides the old ones, until those go stale.

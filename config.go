@@ -45,6 +45,8 @@ type Config struct {
 	Aggregations []AggregationConfig `mapstructure:"aggregations"`
 	Emit         EmitConfig          `mapstructure:"emit"`
 	Checkpoint   CheckpointConfig    `mapstructure:"checkpoint"`
+	// Dedup recognises a record that arrives again (a retry, a replay) and counts it once.
+	Dedup DedupConfig `mapstructure:"dedup"`
 
 	// ottl is what Validate parsed of the aggregations' OTTL, for the component to compile them with
 	// (see parsers); not a setting.
@@ -94,6 +96,20 @@ type EmitConfig struct {
 // CheckpointConfig governs the periodic checkpoint to `storage` (not in the contract).
 type CheckpointConfig struct {
 	Interval time.Duration `mapstructure:"interval"` // 0: only on shutdown
+}
+
+// DedupConfig: with Enabled, a record whose identity the component has seen, while it is remembered,
+// is a duplicate: no aggregation takes it. MaxIDs bounds the identities remembered at once, all
+// signals together; Logs says what identifies a log record (without it, logs are not deduplicated).
+type DedupConfig struct {
+	Enabled bool             `mapstructure:"enabled"`
+	MaxIDs  int              `mapstructure:"max_ids"`
+	Logs    *DedupLogsConfig `mapstructure:"logs"`
+}
+
+// DedupLogsConfig lists the parts of a log record that, hashed together, are its identity.
+type DedupLogsConfig struct {
+	Key []LogPart `mapstructure:"key"`
 }
 
 // AggregationConfig is one aggregation.
@@ -232,6 +248,7 @@ func createDefaultConfig() component.Config {
 		MaxSeries: 10000, MaxInputStreams: 100000,
 		Emit:       EmitConfig{Interval: time.Second, MaxPendingPoints: 100000, MaxPointsPerSend: 2000},
 		Checkpoint: CheckpointConfig{Interval: 30 * time.Second},
+		Dedup:      DedupConfig{Enabled: true, MaxIDs: 1_000_000},
 	}
 }
 

@@ -34,12 +34,13 @@
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //
-//	registryMu → shared.mu → checkpointer.mu → metricInputs.gate → metricInputs.mu →
-//	delivery.Emitter.sendMu → delivery.Emitter.mu → delivery's sink table → the engine's locks
+//	registryMu → shared.mu → checkpointer.mu → shared.gate (the ingest gate) → metricInputs.mu →
+//	the remembered identities' shard locks (internal/dedup) → delivery.Emitter.sendMu →
+//	delivery.Emitter.mu → delivery's sink table → the engine's locks
 //
 // and, taken alone, the OTTL error log's and the OTTL parsers' locks. A collection takes the
 // emitter's lock, then releases it before it asks for a checkpoint, which takes the checkpointer's;
 // a checkpoint takes the engine's snapshot under the emitter's lock (Emitter.Checkpoint), with the
-// metric inputs' gate held for writing, so that no batch of metric points is between changing a
-// stream and staging its increase.
+// ingest gate held for writing, so that no batch is between changing a metric stream or remembering
+// an identity and staging its record.
 package windowaggregator

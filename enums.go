@@ -91,6 +91,16 @@ func (w Weight) check() error {
 
 func (w *Weight) UnmarshalText(text []byte) error { return unmarshalEnum(w, text) }
 
+// LogPart is a part of a log record that dedup.logs.key may list.
+type LogPart string
+
+// logParts are the values of LogPart, in the order they are hashed.
+var logParts = []LogPart{"time", "observed_time", "severity", "body", "attributes", "resource", "scope", "trace_id", "span_id"}
+
+func (p LogPart) check() error { return oneOf(p, logParts...) }
+
+func (p *LogPart) UnmarshalText(text []byte) error { return unmarshalEnum(p, text) }
+
 // enum is a configuration enumeration: a string type that checks its value.
 type enum interface {
 	~string

@@ -88,8 +88,9 @@ func FuzzTraceFields(f *testing.F) {
 	})
 }
 
-// checkTracesTaken sends td twice (the second time partly late) to a connector with plain and OTTL
-// aggregations, each call within a bound of time, and checks that every span is counted once a call.
+// checkTracesTaken sends td, then most of it again (an upstream's retry, partly late), to a connector
+// with plain and OTTL aggregations, each call within a bound of time, and checks that every span is
+// counted once a call (the second time as a duplicate, if its first copy was aggregated).
 func checkTracesTaken(t *testing.T, td ptrace.Traces) {
 	useFakeClock(t)
 	cfg := baseConfig()
@@ -103,10 +104,10 @@ func checkTracesTaken(t *testing.T, td ptrace.Traces) {
 				{Key: "k", OTTL: `span.attributes["k"]`, Default: 0}},
 			Value: ValueConfig{OTTL: `Double(span.attributes["size"]) * 2.0`}}}
 	h := newConnectorHarness(t, cfg, true)
-	for range 2 {
-		withinTime(t, td.SpanCount(), h.abandon, func() { h.sendTraces(td) })
-	}
-	checkEveryRecordCounted(t, h, 2*td.SpanCount())
+	withinTime(t, td.SpanCount(), h.abandon, func() { h.sendTraces(td) })
+	again := resendSubset(td)
+	withinTime(t, again.SpanCount(), h.abandon, func() { h.sendTraces(again) })
+	checkEveryRecordCounted(t, h, td.SpanCount()+again.SpanCount())
 	h.shutdown()
 }
 
@@ -156,12 +157,42 @@ func checkLogsTaken(t *testing.T, ld plog.Logs) {
 			Where:   &WhereConfig{Conditions: []string{`log.severity_number >= SEVERITY_NUMBER_WARN or log.body != ""`}},
 			GroupBy: []GroupByKey{{Key: "first", OTTL: `Split(log.body, " ")`}, {Key: "sev", OTTL: `log.severity_text`, Default: "?"}},
 			Value:   ValueConfig{OTTL: `Int(log.attributes["size"])`}}}
+	cfg.Dedup.Logs = &DedupLogsConfig{Key: []LogPart{"time", "severity", "body", "attributes", "resource", "scope", "trace_id", "span_id"}}
 	h := newConnectorHarness(t, cfg, true)
-	for range 2 {
-		withinTime(t, ld.LogRecordCount(), h.abandon, func() { h.sendLogs(ld) })
-	}
-	checkEveryRecordCounted(t, h, 2*ld.LogRecordCount())
+	withinTime(t, ld.LogRecordCount(), h.abandon, func() { h.sendLogs(ld) })
+	again := resendSubset(ld)
+	withinTime(t, again.LogRecordCount(), h.abandon, func() { h.sendLogs(again) })
+	checkEveryRecordCounted(t, h, ld.LogRecordCount()+again.LogRecordCount())
 	h.shutdown()
+}
+
+// resendSubset is an upstream's retry of part of a batch: a copy of it without every third record.
+func resendSubset[B interface {
+	ptrace.Traces | plog.Logs
+}](b B) B {
+	n := 0
+	keep := func() bool { n++; return n%3 == 0 }
+	switch b := any(b).(type) {
+	case ptrace.Traces:
+		c := ptrace.NewTraces()
+		b.CopyTo(c)
+		for i := 0; i < c.ResourceSpans().Len(); i++ {
+			for j := 0; j < c.ResourceSpans().At(i).ScopeSpans().Len(); j++ {
+				c.ResourceSpans().At(i).ScopeSpans().At(j).Spans().RemoveIf(func(ptrace.Span) bool { return keep() })
+			}
+		}
+		return any(c).(B)
+	default:
+		l := b.(plog.Logs)
+		c := plog.NewLogs()
+		l.CopyTo(c)
+		for i := 0; i < c.ResourceLogs().Len(); i++ {
+			for j := 0; j < c.ResourceLogs().At(i).ScopeLogs().Len(); j++ {
+				c.ResourceLogs().At(i).ScopeLogs().At(j).LogRecords().RemoveIf(func(plog.LogRecord) bool { return keep() })
+			}
+		}
+		return any(c).(B)
+	}
 }
 
 // checkEveryRecordCounted fails t unless the records counter, over all its outcomes, adds up to want.
@@ -171,6 +202,7 @@ func checkEveryRecordCounted(t *testing.T, h *connectorHarness, want int) {
 	for _, outcome := range []string{"aggregated", "late_updated", "late", "unmatched"} {
 		total += counterValue(t, h.tel, "otelcol_window_aggregator_records", map[string]string{"outcome": outcome})
 	}
+	total += counterIncluding(t, h.tel, "otelcol_window_aggregator_duplicate_records", nil) // copies of records aggregated before
 	if total != int64(want) {
 		t.Fatalf("records counted %d, want %d", total, want)
 	}
@@ -285,6 +317,8 @@ func checkMetricsTaken(t *testing.T, md pmetric.Metrics) {
 			taken += n
 		}
 	}
+	duplicates := counterIncluding(t, r.tel, "otelcol_window_aggregator_duplicate_records", nil) // taken before: removed again
+	counted, taken = counted+duplicates, taken+duplicates
 	for _, agg := range []string{"a", "b"} {
 		for o := pointBase; o < numPointOutcomes; o++ {
 			n := pointsCounter(t, r.tel, agg, pointOutcomeNames[o])

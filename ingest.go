@@ -11,6 +11,7 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 
+	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
@@ -18,8 +19,8 @@ import (
 // outcome is what became of one record of an ingest call, in one encoding for the engine's verdicts,
 // the counters and the late-routing attribute: unmatched (no aggregation selects it), one plus the
 // worst verdict of the aggregations that judged it (stream.Verdict is ordered on time, late update,
-// expired, future, invalid), or, for a metric point that its aggregations took without staging a
-// record (metric_points counts why), refused or heldBack.
+// expired, future, invalid), for a metric point that its aggregations took without staging a record
+// (metric_points counts why) refused or heldBack, or a duplicate.
 type outcome uint8
 
 const unmatched outcome = 0
@@ -31,6 +32,9 @@ const (
 	// heldBack: a metric point taken into an aggregation's input state that adds nothing to its
 	// windows (a cumulative stream's base, a point out of order, a histogram with no new value).
 	heldBack
+	// duplicate: a copy of a record the component has seen, whose identity it remembers (dedup):
+	// taken by no aggregation.
+	duplicate
 )
 
 func outcomeOf(v stream.Verdict) outcome { return outcome(v) + 1 }
@@ -91,12 +95,14 @@ type tally struct {
 	aheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
 	sharedSource                       int64              // records of sources past max_sources
 	late                               [numVerdicts]int64 // by verdict: expired, future, invalid
+	duplicates, dedupOverflow          int64
 	values                             [numValueReasons]int64
 	weights                            [numWeightReasons]int64
 }
 
-// report adds the tally to the counters; action is what happened to late records.
-func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
+// report adds the tally of a call of input's records to the counters; action is what happened to
+// late records.
+func (s *shared) report(ctx context.Context, t *tally, input int, action lateAction) {
 	tel := s.tel
 	if t.aggregated > 0 {
 		tel.WindowAggregatorRecords.Add(ctx, t.aggregated, attrOutcomeAggregated...)
@@ -122,6 +128,12 @@ func (s *shared) report(ctx context.Context, t *tally, action lateAction) {
 	if t.sharedSource > 0 {
 		tel.WindowAggregatorSharedSourceRecords.Add(ctx, t.sharedSource)
 	}
+	if t.duplicates > 0 {
+		tel.WindowAggregatorDuplicateRecords.Add(ctx, t.duplicates, signalOptions[input]...)
+	}
+	if t.dedupOverflow > 0 {
+		tel.WindowAggregatorDedupOverflow.Add(ctx, t.dedupOverflow, signalOptions[input]...)
+	}
 	for reason := valueOK + 1; reason < numValueReasons; reason++ {
 		if n := t.values[reason]; n > 0 {
 			tel.WindowAggregatorValuesMissing.Add(ctx, n, valueReasonOptions[reason]...)
@@ -145,9 +157,18 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 	rec.Time, rec.Tag = t, int32(len(run.sc.state))
 	st := unmatched
 	checked, held, left := false, false, false
+	run.claimed = false
+	identified := run.ids == nil // identities are looked up once, at the first aggregation that selects the record
 	for _, a := range aggs {
 		if !a.matches(r) {
 			continue
+		}
+		if !identified {
+			identified = true
+			if run.claim(t) == dedup.Duplicate {
+				st = duplicate // before its OTTL, its weight and its input stream: it is none of theirs
+				break
+			}
 		}
 		it := staged{weight: 1}
 		switch {
@@ -214,6 +235,9 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		case left:
 			st = refused
 		}
+	}
+	if run.claimed && st != outcomeOf(stream.OnTime) {
+		run.ids.Release(run.claimedID) // not aggregated: a copy is to be judged as this one was
 	}
 	run.sc.state = append(run.sc.state, st)
 }
@@ -288,6 +312,7 @@ func (run *ingestRun) apply() {
 	run.endSource()
 	sc := run.sc
 	state := sc.state
+	defer run.ungate()
 	run.b.Apply(func(tag int32, vd stream.Verdict, w int64) {
 		state[tag] = max(state[tag], outcomeOf(vd))
 		if vd == stream.Expired {
@@ -309,6 +334,8 @@ func (run *ingestRun) apply() {
 	for _, st := range state {
 		v, judged := st.verdict()
 		switch {
+		case st == duplicate:
+			tl.duplicates++
 		case st >= refused: // counted in metric_points
 		case !judged:
 			tl.unmatched++
@@ -320,6 +347,14 @@ func (run *ingestRun) apply() {
 			tl.late[v]++
 			run.anyLate = true
 		}
+	}
+}
+
+// ungate lets the ingest gate go, if the call holds it.
+func (run *ingestRun) ungate() {
+	if run.gated {
+		run.gated = false
+		run.s.gate.RUnlock()
 	}
 }
 
@@ -387,15 +422,29 @@ type ingestRun struct {
 	// spans or logs
 	points *metricReader
 	in     *metricInputs
+	// input is the signal of the call's records; ids the identities remembered, when its records are
+	// deduplicated; claimed: the record being staged had its identity (claimedID) remembered.
+	input     int
+	ids       *dedup.Set
+	claimed   bool
+	claimedID dedup.ID
+	// gated: the call holds the ingest gate (shared.gate) for reading, until its records are applied
+	gated bool
 }
 
-// beginRun begins an ingest call whose records come through view r.
-func (s *shared) beginRun(ctx context.Context, r *record) *ingestRun {
+// beginRun begins an ingest call of input's records, which come through view r; with storage, the
+// call of an input that keeps state outside the engine holds the ingest gate until apply.
+func (s *shared) beginRun(ctx context.Context, input int, r *record) *ingestRun {
 	sc := getScratch()
 	run := &sc.run
 	now := s.engine.Now()
 	sc.ottl.propagate = s.cfg.ErrorMode == ottl.PropagateError
-	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, s: s, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1}
+	gated := s.gated[input]
+	if gated {
+		s.gate.RLock()
+	}
+	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, s: s, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1,
+		input: input, ids: s.dedupOf[input], gated: gated}
 	return run
 }
 
@@ -404,8 +453,9 @@ func (s *shared) beginRun(ctx context.Context, r *record) *ingestRun {
 // It returns the call's OTTL error, with error_mode propagate.
 func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
 	s, now, err := run.s, run.now, run.sc.ottl.first
+	run.ungate()
 	run.b.End()
-	s.report(ctx, &run.tl, action)
+	s.report(ctx, &run.tl, run.input, action)
 	if len(run.sc.ottl.failures) > 0 {
 		s.reportOTTL(ctx, run.sc.ottl.failures)
 	}

@@ -88,10 +88,6 @@ func (p *pointInput) monotonicSum() bool { return p.kinds.Load() == tookMonotoni
 
 // metricInputs is the input state of every metrics aggregation of a component.
 type metricInputs struct {
-	// gate is held for reading by an ingest call from its first change of a table until its records
-	// are applied, and for writing by a checkpoint, so that a checkpoint never holds a stream's
-	// base without the increase measured from it, or the reverse.
-	gate sync.RWMutex
 	// mu guards the tables while a call reads and updates them.
 	mu sync.Mutex
 	// since is when the component began watching its inputs: its first start, kept by checkpoints.
@@ -233,6 +229,12 @@ func (h *identityHasher) key(parts ...identity) streamKey {
 		h.buf = binary.LittleEndian.AppendUint64(h.buf, p[1])
 	}
 	return streamKey(h.sum())
+}
+
+// appendIdentity appends id's two hashes to b.
+func appendIdentity(b []byte, id identity) []byte {
+	b = binary.LittleEndian.AppendUint64(b, id[0])
+	return binary.LittleEndian.AppendUint64(b, id[1])
 }
 
 // hashName returns the identity of a metric name.

@@ -2,7 +2,9 @@ package windowaggregator
 
 import (
 	"context"
+	"encoding/binary"
 	"iter"
+	"slices"
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottllog"
@@ -11,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
+
+	"github.com/windowaggregator/windowaggregator/internal/dedup"
 )
 
 // Logs: all of the component that knows plog: the reader that fills the record view log record by
@@ -23,6 +27,14 @@ type logReader struct {
 	sl   plog.ScopeLogs
 	lr   plog.LogRecord
 	tctx transformContext[*ottllog.TransformContext]
+
+	// For dedup: the parts that identify a record, the identities of its resource and scope (read
+	// once per scope), and the buffer of its parts.
+	idKey          logKey
+	hasher         identityHasher
+	resID, scopeID identity
+	resOK, scopeOK bool
+	idBuf          []byte
 }
 
 var logReaders = sync.Pool{New: func() any {
@@ -35,12 +47,16 @@ func (rd *logReader) release() {
 	rd.tctx.close()
 	rd.clear()
 	rd.rl, rd.sl, rd.lr = plog.ResourceLogs{}, plog.ScopeLogs{}, plog.LogRecord{}
+	rd.resOK, rd.scopeOK = false, false
 	logReaders.Put(rd)
 }
 
 // setScope points the view at the log records of sl, of rl.
 func (rd *logReader) setScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
-	rd.rl, rd.sl = rl, sl
+	if rl != rd.rl {
+		rd.resOK = false
+	}
+	rd.rl, rd.sl, rd.scopeOK = rl, sl, false
 	rd.record.setScope(sl.Scope().Attributes(), rl.Resource().Attributes())
 }
 
@@ -62,6 +78,83 @@ func (rd *logReader) weightSeed() uint64 {
 	return weightSeed(rd.lr.TraceID(), rd.lr.SpanID(), rd.lr.Timestamp(), rd.lr.ObservedTimestamp())
 }
 
+// logKey is the set of the parts of a log record that identify it (dedup.logs.key), a bit per index
+// in logParts.
+type logKey uint16
+
+// logKeyOf returns the set of parts.
+func logKeyOf(parts []LogPart) logKey {
+	var k logKey
+	for _, p := range parts {
+		k |= 1 << slices.Index(logParts, p)
+	}
+	return k
+}
+
+// The indexes of the parts in logParts.
+const (
+	logPartTime = iota
+	logPartObservedTime
+	logPartSeverity
+	logPartBody
+	logPartAttributes
+	logPartResource
+	logPartScope
+	logPartTraceID
+	logPartSpanID
+)
+
+// identity is the log record's identity for dedup: the parts its key lists, each tagged and hashed
+// in logParts' order (a map's pairs in any order); none without a key.
+func (rd *logReader) identity() (dedup.ID, bool) {
+	if rd.idKey == 0 {
+		return dedup.ID{}, false
+	}
+	lr, h := rd.lr, &rd.hasher
+	b := rd.idBuf[:0]
+	for part := range logParts {
+		if rd.idKey&(1<<part) == 0 {
+			continue
+		}
+		b = append(b, byte(part))
+		switch part {
+		case logPartTime:
+			b = binary.LittleEndian.AppendUint64(b, uint64(lr.Timestamp()))
+		case logPartObservedTime:
+			b = binary.LittleEndian.AppendUint64(b, uint64(lr.ObservedTimestamp()))
+		case logPartSeverity:
+			b = binary.LittleEndian.AppendUint32(b, uint32(lr.SeverityNumber()))
+			b = binary.AppendUvarint(b, uint64(len(lr.SeverityText())))
+			b = append(b, lr.SeverityText()...)
+		case logPartBody:
+			h.begin()
+			h.appendValue(lr.Body())
+			b = appendIdentity(b, h.sum())
+		case logPartAttributes:
+			b = appendIdentity(b, h.hashMap(lr.Attributes()))
+		case logPartResource:
+			if !rd.resOK {
+				rd.resID, rd.resOK = h.hashMap(rd.rl.Resource().Attributes()), true
+			}
+			b = appendIdentity(b, rd.resID)
+		case logPartScope:
+			if !rd.scopeOK {
+				sc := rd.sl.Scope()
+				rd.scopeID, rd.scopeOK = h.hashScope(sc.Name(), sc.Version(), sc.Attributes()), true
+			}
+			b = appendIdentity(b, rd.scopeID)
+		case logPartTraceID:
+			tid := lr.TraceID()
+			b = append(b, tid[:]...)
+		case logPartSpanID:
+			sid := lr.SpanID()
+			b = append(b, sid[:]...)
+		}
+	}
+	rd.idBuf = b
+	return identityOf(b), true
+}
+
 func (rd *logReader) ottlContext() any {
 	return rd.tctx.get(func() *ottllog.TransformContext { return ottllog.NewTransformContext(rd.rl, rd.sl, rd.lr) })
 }
@@ -74,7 +167,8 @@ func ingestLogs(s *shared, ctx context.Context, ld plog.Logs, action lateAction)
 	}
 	rd := logReaders.Get().(*logReader)
 	defer rd.release()
-	run := s.beginRun(ctx, &rd.record)
+	rd.idKey = s.logKey
+	run := s.beginRun(ctx, inputLogs, &rd.record)
 	for _, rl := range ld.ResourceLogs().All() {
 		run.setSource(rl.Resource().Attributes())
 		for _, sl := range rl.ScopeLogs().All() {

@@ -6,7 +6,8 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 )
 
-// The memory formula of the README, per aggregation:
+// The memory formula of the README, per aggregation (and, with dedup, max_ids × identityBytes for the
+// component):
 //
 //	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B + X)) + I
 //	P = (size + allowed_lateness + max_out_of_orderness + max_future_skew) / slide + 1
@@ -24,6 +25,10 @@ import (
 // point (inputStreamBytes), with its explicit buckets' counts when they are the output's (B', 8 bytes
 // a bucket), and its exponential histogram when the aggregation keeps a sketch (S', inputSketchBytes,
 // for an OpenTelemetry SDK's default of at most 160 buckets a sign).
+// A remembered record identity (internal/dedup, BenchmarkBytesPerIdentity at a million): the
+// formula adds max_ids × identityBytes for the component when dedup is enabled.
+const identityBytes = 56
+
 const (
 	inputStreamBytes = 130
 	inputSketchBytes = 180 + 160
@@ -138,6 +143,11 @@ func logMemoryEstimate(logger *zap.Logger, cfg *Config, aggs []*aggregation) {
 		b := memoryEstimate(cfg, a)
 		total += b
 		fields = append(fields, zap.Int64("bytes."+a.name, b))
+	}
+	if cfg.Dedup.Enabled {
+		d := int64(cfg.Dedup.MaxIDs) * identityBytes
+		total += d
+		fields = append(fields, zap.Int64("bytes.dedup", d))
 	}
 	fields = append(fields, zap.Int64("bytes", total))
 	// And the results kept while the metrics consumer fails, at most emit.max_pending_points.

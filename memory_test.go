@@ -25,14 +25,20 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	fields := loggedEstimate(t, cfg)
 	// P = (60 + 30 + 5 + 300) s / 60 s + 1 = 7 panes.
 	// lat: 10001 × (550 + 2 × 64 + 7 × (160 + 1024)) = 10001 × 8966; n: 10001 × (550 + 7 × 160) = 10001 × 1670.
-	// Pending points, sums and gauges: 100000 × 345.
-	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8966, "bytes.n": 10001 * 1670, "bytes": 10001 * (8966 + 1670),
-		"bytes.pending_points": 100000 * 345}
+	// Pending points, sums and gauges: 100000 × 345. Dedup's default 1,000,000 identities × 56.
+	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8966, "bytes.n": 10001 * 1670, "bytes.dedup": 56_000_000,
+		"bytes": 10001*(8966+1670) + 56_000_000, "bytes.pending_points": 100000 * 345}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("%s = %v, want %d", k, fields[k], v)
 		}
 	}
+	cfg.Dedup.Enabled = false
+	fields = loggedEstimate(t, cfg)
+	if _, ok := fields["bytes.dedup"]; ok || fields["bytes"] != int64(10001*(8966+1670)) {
+		t.Errorf("without dedup: bytes %v, bytes.dedup %v; want %d and none", fields["bytes"], fields["bytes.dedup"], 10001*(8966+1670))
+	}
+	cfg.Dedup.Enabled = true
 
 	// Cumulative, with an explicit histogram of 4 bounds (5 counts, 40 bytes) and an exponential one.
 	cfg.Temporality, cfg.LateFirings = temporalityCumulative, lateFold

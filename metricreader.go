@@ -1,11 +1,14 @@
 package windowaggregator
 
 import (
+	"encoding/binary"
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottldatapoint"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/windowaggregator/windowaggregator/internal/dedup"
 )
 
 // metricReader is the record view of one data point at a time: its attributes, its scope's and its
@@ -29,6 +32,7 @@ type metricReader struct {
 	resOK, scopeOK, nameOK bool
 	key                    streamKey
 	keyOK                  bool
+	idBuf                  []byte // the point's identity's parts, for dedup
 
 	adds pointAdder
 }
@@ -112,6 +116,35 @@ func (rd *metricReader) streamKey() streamKey {
 }
 
 func (rd *metricReader) weightSeed() uint64 { return 0 } // metric points weigh 1, or their count
+
+// identity is the point's identity for dedup: its input stream (resource, scope, metric name,
+// attributes), the metric's type, temporality and unit, and the point's start time and time: a
+// resent gauge or delta point is the same point.
+func (rd *metricReader) identity() (dedup.ID, bool) {
+	k := rd.streamKey()
+	b := binary.LittleEndian.AppendUint64(rd.idBuf[:0], k[0])
+	b = binary.LittleEndian.AppendUint64(b, k[1])
+	b = append(b, byte(rd.m.Type()), byte(rd.p.kind))
+	start, t := rd.times()
+	b = binary.LittleEndian.AppendUint64(b, start)
+	b = binary.LittleEndian.AppendUint64(b, t)
+	b = append(b, rd.m.Unit()...)
+	rd.idBuf = b
+	return identityOf(b), true
+}
+
+// times returns the point's start time and time.
+func (rd *metricReader) times() (start, t uint64) {
+	switch rd.p.kind {
+	case pointHistogram:
+		return uint64(rd.p.hist.StartTimestamp()), uint64(rd.p.hist.Timestamp())
+	case pointExponential:
+		return uint64(rd.p.exp.StartTimestamp()), uint64(rd.p.exp.Timestamp())
+	case pointSummary:
+		return uint64(rd.summary.StartTimestamp()), uint64(rd.summary.Timestamp())
+	}
+	return uint64(rd.p.num.StartTimestamp()), uint64(rd.p.num.Timestamp())
+}
 
 func (rd *metricReader) ottlContext() any {
 	return rd.tctx.get(func() *ottldatapoint.TransformContext {

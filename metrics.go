@@ -33,8 +33,7 @@ func ingestMetrics(s *shared, ctx context.Context, md pmetric.Metrics, action la
 	in := s.inputs
 	rd := getMetricReader(len(s.aggs))
 	defer rd.release()
-	in.gate.RLock()
-	run := s.beginRun(ctx, &rd.record)
+	run := s.beginRun(ctx, inputMetrics, &rd.record)
 	run.points, run.in = rd, in
 	in.mu.Lock()
 	in.sweep(run.b.Watermark(), int64(s.cfg.SeriesExpiration))
@@ -47,7 +46,6 @@ func ingestMetrics(s *shared, ctx context.Context, md pmetric.Metrics, action la
 	})
 	in.mu.Unlock()
 	run.apply()
-	in.gate.RUnlock()
 	if action == latePassed && s.cfg.DropAggregatedInput {
 		removeTaken(md, sa, run.sc.state)
 	}
@@ -120,14 +118,15 @@ func stageEach[P anyPoint](run *ingestRun, rd *metricReader, aggs []*aggregation
 }
 
 // removeTaken removes from md the points that an aggregation took, by their outcomes (state, in the
-// order walkTaken visits them): those aggregated, on time or late updates, and those held back.
+// order walkTaken visits them): those aggregated, on time or late updates, those held back, and the
+// duplicates of points taken before.
 // Scopes and resources left empty by it go too.
 func removeTaken(md pmetric.Metrics, sa *signalAggs, state []outcome) {
 	n := 0
 	taken := func() bool {
 		st := state[n]
 		n++
-		return st == outcomeOf(stream.OnTime) || st == outcomeOf(stream.LateUpdate) || st == heldBack
+		return st == outcomeOf(stream.OnTime) || st == outcomeOf(stream.LateUpdate) || st == heldBack || st == duplicate
 	}
 	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool {
 		removedScope := false

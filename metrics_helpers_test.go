@@ -50,6 +50,9 @@ type inPoint struct {
 	noValue      bool // flagged as having no recorded value
 	unset        bool // a number point whose value is not set (neither int nor double)
 	hist         *inHist
+	// again is what metric_points says of the point when it is resent with dedup on: "" for a
+	// duplicate (its first copy was aggregated), else the outcome its first copy had again.
+	again string
 }
 
 // inHist is a histogram point: explicit bounds and counts, or exponential (scale, offset and counts

@@ -21,8 +21,10 @@ import (
 // exports of a pod, from which it works out what each window must hold by the contract: an increment
 // in the window of the export that reports it; a new run's first export (a pod restarted) whole; a
 // pod's first export only a base when its run began before the component started watching, or its
-// points carry no start. A resent batch adds its gauges and deltas again, and nothing of its
-// cumulative points (out of order). A lagging pod's points come within allowed_lateness.
+// points carry no start. A resent batch, with dedup, adds nothing: the points its first copy
+// aggregated are duplicates, the others are judged again (a base is then out of order); without
+// dedup it adds its gauges and deltas again, and nothing of its cumulative points (out of order). A
+// lagging pod's points come within allowed_lateness.
 
 // The model's pods export, at each of their times: reqs, a cumulative counter; depth, a gauge; bytes,
 // a monotonic delta sum; lat (cumulative, even pods) or lat_delta (delta, odd pods), explicit
@@ -156,6 +158,9 @@ func (m *modelRun) export(rng *rand.Rand, p *modelPod, t int64) []inPoint {
 		start = 0
 	}
 	out := []inPoint{{service: p.service, pod: p.pod, metric: "reqs", kind: inCounter, start: start, t: t, v: float64(p.reqs)}}
+	if base {
+		out[0].again = "out_of_order"
+	}
 	// depth and bytes: every point counts
 	g := float64(rng.IntN(100))
 	m.want.addValue("depth", svc, win, g)
@@ -201,9 +206,15 @@ func (m *modelRun) export(rng *rand.Rand, p *modelPod, t int64) []inPoint {
 		total := p.lat[0] + p.lat[1] + p.lat[2] + p.lat[3]
 		out = append(out, inPoint{service: p.service, pod: p.pod, metric: "lat", kind: inCumulativeHistogram, start: start, t: t,
 			hist: &inHist{count: total, sum: float64(p.latSum), bounds: bounds1510, buckets: slices.Clone(p.lat[:])}})
+		if n == 0 || base {
+			out[len(out)-1].again = "out_of_order"
+		}
 	} else {
 		out = append(out, inPoint{service: p.service, pod: p.pod, metric: "lat_delta", kind: inHistogram, t: t,
 			hist: &inHist{count: uint64(n), sum: float64(obsSum), bounds: bounds1510, buckets: slices.Clone(obs[:])}})
+		if n == 0 {
+			out[len(out)-1].again = "empty"
+		}
 	}
 	// rpc: exponential, cumulative
 	if p.rpc == nil {
@@ -240,6 +251,9 @@ func (m *modelRun) export(rng *rand.Rand, p *modelPod, t int64) []inPoint {
 	}
 	out = append(out, inPoint{service: p.service, pod: p.pod, metric: "rpc", kind: inCumulativeExponential, start: start, t: t,
 		hist: &inHist{count: p.rpcCount, sum: float64(p.rpcSum), offset: -1, buckets: counts}})
+	if base || k == 0 {
+		out[len(out)-1].again = "out_of_order"
+	}
 	p.first = false
 	return out
 }
@@ -289,20 +303,36 @@ func newModelRun(rng *rand.Rand) *modelRun {
 		}
 		m.batches = append(m.batches, b)
 		if rng.IntN(10) == 0 { // an exporter's retry: the same batch again
-			m.resend(b)
+			m.batches = append(m.batches, modelBatch{at: b.at, points: b.points, resend: true})
 		}
 		lo = hi
 	}
 	return m
 }
 
-// resend delivers batch b again: its gauges and deltas count again, its cumulative points are out of
-// order.
-func (m *modelRun) resend(b modelBatch) {
-	again := b
-	again.resend = true
-	m.batches = append(m.batches, again)
+// countResends adds the resent batches to the model: with dedup, the points whose first copy was
+// aggregated are duplicates (returned), the others have the outcome their first copy had again;
+// without dedup, gauges and deltas count again and cumulative points are out of order.
+func (m *modelRun) countResends(dedup bool) (duplicates int64) {
+	for _, b := range m.batches {
+		if b.resend {
+			duplicates += m.resend(b, dedup)
+		}
+	}
+	return duplicates
+}
+
+func (m *modelRun) resend(b modelBatch, dedup bool) (duplicates int64) {
+	aggOf := map[string]string{"reqs": "reqs", "depth": "depth", "bytes": "bytes", "lat": "lat", "lat_delta": "lat", "rpc": "rpc"}
 	for _, p := range b.points {
+		if dedup {
+			if p.again == "" {
+				duplicates++
+			} else {
+				m.count(aggOf[p.metric], p.again, 1)
+			}
+			continue
+		}
 		win, svc := p.t/10*10, "service.name="+p.service+"(Str)"
 		switch p.kind {
 		case inGauge:
@@ -323,9 +353,10 @@ func (m *modelRun) resend(b modelBatch) {
 			m.want.add("lat", svc, win, p.hist.count, p.hist.sum, buckets)
 			m.count("lat", "aggregated", 1)
 		default:
-			m.count(map[string]string{"reqs": "reqs", "lat": "lat", "rpc": "rpc"}[p.metric], "out_of_order", 1)
+			m.count(aggOf[p.metric], "out_of_order", 1)
 		}
 	}
+	return duplicates
 }
 
 func modelMetricsConfig(temporality Temporality, late LateFirings) *Config {
@@ -463,6 +494,12 @@ func TestMetricPointsMatchReferenceModel(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 29))
 			m := newModelRun(rng)
 			cfg := modelMetricsConfig(mode.temporality, mode.late)
+			cfg.Dedup.Enabled = seed%5 != 0
+			if restart { // the upstream's replay after the restart: the batch before it again
+				i := len(m.batches) / 2
+				m.batches = slices.Insert(m.batches, i, modelBatch{at: m.batches[i-1].at, points: m.batches[i-1].points, resend: true})
+			}
+			wantDuplicates := m.countResends(cfg.Dedup.Enabled)
 			var host hostWith
 			if restart {
 				st := &memStorage{data: map[string][]byte{}}
@@ -530,6 +567,13 @@ func TestMetricPointsMatchReferenceModel(t *testing.T) {
 						bad = append(bad, fmt.Sprintf("metric_points{%s, %s} = %d, want %d", agg, outcome, n, want))
 					}
 				}
+			}
+			var duplicates int64
+			for _, run := range runs {
+				duplicates += counterValue(t, run.tel, "otelcol_window_aggregator_duplicate_records", map[string]string{"signal": "metrics"})
+			}
+			if duplicates != wantDuplicates {
+				bad = append(bad, fmt.Sprintf("duplicate_records{metrics} = %d, want %d", duplicates, wantDuplicates))
 			}
 			sort.Strings(bad)
 			if len(bad) > 0 {

@@ -1,6 +1,7 @@
 package windowaggregator
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -142,18 +143,37 @@ func TestCumulativeCounterGivesTrueIncreasesAcrossPods(t *testing.T) {
 	}
 }
 
-// An exporter that sends a batch twice (a retry): the second copy's points are at their streams'
-// last times, out of order, and add nothing.
+// An exporter that sends a batch twice (a retry): with dedup the second copy's points are duplicates;
+// without, they are at their streams' last times, out of order. Either way they add nothing.
 func TestResentCumulativePointsAreNotCountedTwice(t *testing.T) {
-	r := startMetrics(t, "connector", counterConfig(), nil)
-	r.at(1010)
-	batch := inMetrics(counter("a", "p1", 1001, 1002, 3), counter("a", "p1", 1001, 1005, 8))
-	r.send(batch)
-	r.send(batch)
-	r.stop()
-	wantPoints(t, r.points(), "reqs.sum", svcA, map[int64]float64{1000: 8})
-	if got := pointsCounter(t, r.tel, "reqs", "out_of_order"); got != 2 {
-		t.Errorf("metric_points out_of_order = %d, want 2", got)
+	for _, dedup := range []bool{true, false} {
+		t.Run(fmt.Sprintf("dedup=%v", dedup), func(t *testing.T) { testResentCumulative(t, dedup) })
+	}
+}
+
+func testResentCumulative(t *testing.T, dedup bool) {
+	{
+		cfg := counterConfig()
+		cfg.Dedup.Enabled = dedup
+		r := startMetrics(t, "connector", cfg, nil)
+		r.at(1010)
+		batch := inMetrics(counter("a", "p1", 1001, 1002, 3), counter("a", "p1", 1001, 1005, 8))
+		r.send(batch)
+		r.send(batch)
+		r.stop()
+		wantPoints(t, r.points(), "reqs.sum", svcA, map[int64]float64{1000: 8})
+		// Both points were aggregated (the stream began after the component started: its first
+		// point counts whole), so both copies are duplicates.
+		wantOutOfOrder, wantDuplicates := int64(0), int64(2)
+		if !dedup {
+			wantOutOfOrder, wantDuplicates = 2, 0
+		}
+		if got := pointsCounter(t, r.tel, "reqs", "out_of_order"); got != wantOutOfOrder {
+			t.Errorf("dedup %v: metric_points out_of_order = %d, want %d", dedup, got, wantOutOfOrder)
+		}
+		if got := counterIncluding(t, r.tel, "otelcol_window_aggregator_duplicate_records", map[string]string{"signal": "metrics"}); got != wantDuplicates {
+			t.Errorf("dedup %v: duplicate_records = %d, want %d", dedup, got, wantDuplicates)
+		}
 	}
 }
 

@@ -32,6 +32,7 @@ type modelSpan struct {
 	status                          ptrace.StatusCode
 	end                             int64 // ns
 	ms                              float64
+	id                              uint64 // its trace and span ids (spanIDs)
 }
 
 // outcome of a model expression on a span: a value (any, nil for a missing one), or an error.
@@ -269,7 +270,7 @@ func randomModelSpans(rng *rand.Rand, n int) []modelSpan {
 			size: pick("int:5", "int:500", "150", "42", "abc", ""), j: pick(`{"a":1}`, `{"a":2}`, "oops", ""),
 			kind:   []ptrace.SpanKind{ptrace.SpanKindServer, ptrace.SpanKindClient}[rng.IntN(2)],
 			status: []ptrace.StatusCode{ptrace.StatusCodeUnset, ptrace.StatusCodeOk, ptrace.StatusCodeError}[rng.IntN(3)],
-			end:    t, ms: float64(1 + rng.IntN(900)),
+			end:    t, ms: float64(1 + rng.IntN(900)), id: uint64(i + 1),
 		}
 	}
 	return spans
@@ -283,6 +284,9 @@ func toTraces(spans []modelSpan) ptrace.Traces {
 		rs.Resource().Attributes().PutStr("service.name", s.service)
 		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 		sp.SetName("op")
+		tr, id := spanIDs(s.id)
+		sp.SetTraceID(tr)
+		sp.SetSpanID(id)
 		sp.SetKind(s.kind)
 		sp.Status().SetCode(s.status)
 		sp.SetEndTimestamp(pcommon.Timestamp(s.end))
@@ -333,6 +337,7 @@ func TestOTTLMatchesReferenceModel(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 28))
 		var aggs []*modelAgg
 		cfg := baseConfig()
+		cfg.AllowedLateness = 30 * time.Second // the copies below come well within it: all are duplicates
 		for i := range 1 + rng.IntN(3) {
 			m := randomModelAgg(rng, i)
 			aggs = append(aggs, m)
@@ -345,16 +350,50 @@ func TestOTTLMatchesReferenceModel(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d/%s/%s", seed, form, mode), func(t *testing.T) {
 			useFakeClock(t)
 			// batches of 1 to 30 spans, in event-time order: every span is on time; shutting down (no
-			// storage) fires the windows still open.
+			// storage) fires the windows still open. After a third of them, an upstream's retry: a
+			// random subset of the spans of the last two batches again, in a batch of its own. A copy
+			// of a span that an aggregation took is a duplicate (dedup): the model's truth is that
+			// without the copies. A copy of one that none took is judged again as the first was: its
+			// OTTL errors count again.
 			var batches []any
+			var copied []modelSpan
+			prev := 0
 			for lo := 0; lo < len(spans); {
 				hi := min(len(spans), lo+1+rng.IntN(30))
 				batches = append(batches, toTraces(spans[lo:hi]))
-				lo = hi
+				if rng.IntN(3) == 0 {
+					var copies []modelSpan
+					for _, sp := range spans[prev:hi] {
+						if rng.IntN(2) == 0 {
+							copies = append(copies, sp)
+						}
+					}
+					rng.Shuffle(len(copies), func(i, j int) { copies[i], copies[j] = copies[j], copies[i] })
+					if len(copies) > 0 {
+						batches = append(batches, toTraces(copies))
+						copied = append(copied, copies...)
+					}
+				}
+				prev, lo = lo, hi
 			}
 			run := runIn(t, form, cfg, batches...)
+			var judgedAgain []modelSpan
+			for _, c := range copied {
+				taken := false
+				for _, m := range aggs {
+					cells, _ := m.expect([]modelSpan{c})
+					taken = taken || len(cells) > 0
+				}
+				if !taken {
+					judgedAgain = append(judgedAgain, c)
+				}
+			}
 			for _, m := range aggs {
 				want, errs := m.expect(spans)
+				_, again := m.expect(judgedAgain)
+				for c := range errs {
+					errs[c] += again[c]
+				}
 				got := gotCells(run.all, m.cfg.Name)
 				for id, w := range want {
 					g := got[id]

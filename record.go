@@ -3,6 +3,7 @@ package windowaggregator
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
 )
 
@@ -41,10 +42,13 @@ type record struct {
 
 // recordSource is the signal's reader of the record a view holds, for what is read only when an
 // aggregation asks: the draw that rounds a fractional weight (weightSeed of the record's identity),
-// and the record's OTTL transform context (of the signal's OTTL context package), made on first use.
+// the record's OTTL transform context (of the signal's OTTL context package), made on first use, and
+// with dedup its identity.
 type recordSource interface {
 	weightSeed() uint64
 	ottlContext() any
+	// identity is the record's identity for dedup; ok is false for a record that has none.
+	identity() (id dedup.ID, ok bool)
 }
 
 // transformContext is a reader's OTTL transform context K of the record it holds: made when an

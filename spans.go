@@ -2,6 +2,7 @@ package windowaggregator
 
 import (
 	"context"
+	"encoding/binary"
 	"iter"
 	"sync"
 
@@ -11,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
+
+	"github.com/windowaggregator/windowaggregator/internal/dedup"
 )
 
 // Spans: all of the component that knows ptrace: the reader that fills the record view span by
@@ -94,6 +97,20 @@ func (rd *spanReader) read(sp ptrace.Span) {
 
 func (rd *spanReader) weightSeed() uint64 { return weightSeed(rd.sp.TraceID(), rd.sp.SpanID(), 0, 0) }
 
+// identity is the span's identity for dedup: its trace id, span id and kind (Zipkin's clients and
+// servers share a span id); none for a span without a valid trace id or span id.
+func (rd *spanReader) identity() (dedup.ID, bool) {
+	tid, sid := rd.sp.TraceID(), rd.sp.SpanID()
+	if tid.IsEmpty() || sid.IsEmpty() {
+		return dedup.ID{}, false
+	}
+	var b [28]byte
+	copy(b[:16], tid[:])
+	copy(b[16:24], sid[:])
+	binary.LittleEndian.PutUint32(b[24:], uint32(rd.sp.Kind()))
+	return identityOf(b[:]), true
+}
+
 func (rd *spanReader) ottlContext() any {
 	return rd.tctx.get(func() *ottlspan.TransformContext { return ottlspan.NewTransformContext(rd.rs, rd.ss, rd.sp) })
 }
@@ -106,7 +123,7 @@ func ingestTraces(s *shared, ctx context.Context, td ptrace.Traces, action lateA
 	}
 	rd := getSpanReader(sa)
 	defer rd.release()
-	run := s.beginRun(ctx, &rd.record)
+	run := s.beginRun(ctx, inputSpans, &rd.record)
 	for _, rs := range td.ResourceSpans().All() {
 		run.setSource(rs.Resource().Attributes())
 		for _, ss := range rs.ScopeSpans().All() {

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/processor/clock"
@@ -39,6 +40,18 @@ type shared struct {
 	storage *checkpointer
 	// inputs is what the metrics aggregations keep of their input streams
 	inputs *metricInputs
+	// dedup holds the identities of the records aggregated (nil: dedup.enabled is false); dedupOf,
+	// by input, the set of the signals whose records are deduplicated, and logKey what identifies a
+	// log record.
+	dedup   *dedup.Set
+	dedupOf [numInputs]*dedup.Set
+	logKey  logKey
+	// gate is held for reading by an ingest call of a gated input from its first change of the
+	// state outside the engine (a metric input stream, a remembered identity) until its records are
+	// applied, and for writing by a checkpoint, so that a checkpoint never holds a stream's base
+	// without the increase measured from it, or an identity without its record, or the reverse.
+	gate  sync.RWMutex
+	gated [numInputs]bool
 
 	// OTTL errors not yet logged, and when they last were (see reportOTTL)
 	ottlLogMu    sync.Mutex
@@ -127,6 +140,10 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	if s.engine, err = stream.New(ecfg); err != nil {
 		return nil, err
 	}
+	s.dedup, s.dedupOf = newDedup(cfg, ecfg)
+	if cfg.Dedup.Logs != nil {
+		s.logKey = logKeyOf(cfg.Dedup.Logs.Key)
+	}
 	names := make([]string, len(s.aggs))
 	for i, a := range s.aggs {
 		names[i] = a.name
@@ -159,7 +176,11 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		return nil, err
 	}
 	if cfg.Storage != nil {
-		s.storage = &checkpointer{id: id, cfg: cfg, logger: s.logger, tel: s.tel, engine: s.engine, inputs: s.inputs, emitter: s.emitter}
+		for input := range s.gated {
+			s.gated[input] = input == inputMetrics || s.dedupOf[input] != nil
+		}
+		s.storage = &checkpointer{id: id, cfg: cfg, logger: s.logger, tel: s.tel, engine: s.engine, inputs: s.inputs, emitter: s.emitter,
+			gate: &s.gate, dedup: s.dedup}
 		s.emitter.SetDurability(s.storage)
 	}
 	return s, nil
@@ -194,8 +215,11 @@ func (s *shared) observe() error {
 			o.ObserveInt64(t.WindowAggregatorWatermarkSources, int64(st.Sources))
 		}
 		o.ObserveInt64(t.WindowAggregatorPendingPoints, int64(s.emitter.Pending()))
+		if s.dedup != nil {
+			o.ObserveInt64(t.WindowAggregatorDedupIdentities, int64(s.dedup.Len()))
+		}
 		return nil
-	}, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources, t.WindowAggregatorInputStreams)
+	}, t.WindowAggregatorDedupIdentities, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources, t.WindowAggregatorInputStreams)
 	t.registration = reg
 	return err
 }
@@ -254,7 +278,7 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 
 // tick is the component's goroutine: it collects what fired when the ingest path asks (see
 // Emitter.Poke), and on the emit interval applies the idle rule, collects late firings, retries
-// deliveries and checkpoints. Deliveries run in a goroutine of their own (Emitter.Run), so that a
+// deliveries and forgets the identities W has passed; on its own interval it checkpoints. Deliveries run in a goroutine of their own (Emitter.Run), so that a
 // stalled consumer holds up neither.
 func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
@@ -279,6 +303,9 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 			s.emitter.Collect(context.Background())
 		case <-t.C:
 			s.emitter.Collect(context.Background())
+			if s.dedup != nil { // identities whose records W has expired: a copy is judged late now
+				s.dedup.Forget(s.engine.Watermark())
+			}
 		case <-checkpoints:
 			s.storage.Save(context.Background())
 		}

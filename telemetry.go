@@ -29,6 +29,14 @@ var (
 	attrOutcomeUnmatched   = outcomeOption("unmatched")
 )
 
+// signalOptions are the dedup counters' attribute sets, by input signal.
+var signalOptions = func() (o [numInputs][]metric.AddOption) {
+	for input, sg := range signals {
+		o[input] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", sg.name)))}
+	}
+	return o
+}()
+
 // attrReasonAheadOfClock is the clock-skew counter's one reason.
 var attrReasonAheadOfClock = []metric.AddOption{reasonAttr("ahead_of_clock")}
 

@@ -75,6 +75,7 @@ func (c *Config) Validate() error {
 	if c.Emit.MaxPendingPoints < c.Emit.MaxPointsPerSend {
 		bad("emit.max_pending_points", "must be at least emit.max_points_per_send (%d), got %d", c.Emit.MaxPointsPerSend, c.Emit.MaxPendingPoints)
 	}
+	c.Dedup.check(bad)
 	switch c.ErrorMode {
 	case ottl.IgnoreError, ottl.SilentError, ottl.PropagateError:
 	default:
@@ -344,5 +345,30 @@ func (v *aggregationCheck) exemplars(outs map[string]bool) {
 	}
 	if m := v.a.Exemplars.MaxPerDataPoint; m < 0 || m > stream.MaxExemplars {
 		v.bad("exemplars.max_per_data_point", "must be between 1 and %d (0: %d), got %d", stream.MaxExemplars, defaultExemplars, m)
+	}
+}
+
+// maxDedupIDs bounds dedup.max_ids: a few gigabytes of identities.
+const maxDedupIDs = 100_000_000
+
+// check reports the dedup settings that are invalid.
+func (d *DedupConfig) check(bad func(key, format string, args ...any)) {
+	if d.MaxIDs <= 0 || d.MaxIDs > maxDedupIDs {
+		bad("dedup.max_ids", "must be between 1 and %d, got %d", maxDedupIDs, d.MaxIDs)
+	}
+	if d.Logs == nil {
+		return
+	}
+	if len(d.Logs.Key) == 0 {
+		bad("dedup.logs.key", "lists no part; leave dedup.logs out not to deduplicate logs")
+	}
+	seen := map[LogPart]bool{}
+	for _, p := range d.Logs.Key {
+		if err := p.check(); err != nil {
+			bad("dedup.logs.key", "%v", err)
+		} else if seen[p] {
+			bad("dedup.logs.key", "%q listed twice", p)
+		}
+		seen[p] = true
 	}
 }

@@ -31,7 +31,10 @@ type TelemetryBuilder struct {
 	WindowAggregatorActiveSeries           metric.Int64ObservableGauge
 	WindowAggregatorCheckpoints            metric.Int64Counter
 	WindowAggregatorClockSkewRecords       metric.Int64Counter
+	WindowAggregatorDedupIdentities        metric.Int64ObservableGauge
+	WindowAggregatorDedupOverflow          metric.Int64Counter
 	WindowAggregatorDroppedPoints          metric.Int64Counter
+	WindowAggregatorDuplicateRecords       metric.Int64Counter
 	WindowAggregatorEmitFailures           metric.Int64Counter
 	WindowAggregatorIncompatibleHistograms metric.Int64Counter
 	WindowAggregatorInputResets            metric.Int64Counter
@@ -71,6 +74,21 @@ func (builder *TelemetryBuilder) RegisterWindowAggregatorActiveSeriesCallback(cb
 		cb(ctx, &observerInt64{inst: builder.WindowAggregatorActiveSeries, obs: o})
 		return nil
 	}, builder.WindowAggregatorActiveSeries)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+// RegisterWindowAggregatorDedupIdentitiesCallback sets callback for observable WindowAggregatorDedupIdentities metric.
+func (builder *TelemetryBuilder) RegisterWindowAggregatorDedupIdentitiesCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.WindowAggregatorDedupIdentities, obs: o})
+		return nil
+	}, builder.WindowAggregatorDedupIdentities)
 	if err != nil {
 		return err
 	}
@@ -256,10 +274,28 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
+	builder.WindowAggregatorDedupIdentities, err = builder.meter.Int64ObservableGauge(
+		"otelcol_window_aggregator_dedup_identities",
+		metric.WithDescription("Record identities remembered at once, at most dedup.max_ids. [Alpha]"),
+		metric.WithUnit("{identity}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.WindowAggregatorDedupOverflow, err = builder.meter.Int64Counter(
+		"otelcol_window_aggregator_dedup_overflow",
+		metric.WithDescription("Records whose identity was not remembered because dedup.max_ids were, by signal: aggregated as without dedup. [Alpha]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
 	builder.WindowAggregatorDroppedPoints, err = builder.meter.Int64Counter(
 		"otelcol_window_aggregator_dropped_points",
 		metric.WithDescription("Result data points dropped, by reason (permanent_error, queue_full, shutdown, no_metrics_pipeline). [Alpha]"),
 		metric.WithUnit("{datapoint}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.WindowAggregatorDuplicateRecords, err = builder.meter.Int64Counter(
+		"otelcol_window_aggregator_duplicate_records",
+		metric.WithDescription("Records whose identity the component remembered, by signal (spans, logs, metrics): copies from retries and replays, taken by no aggregation (dedup). [Alpha]"),
+		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.WindowAggregatorEmitFailures, err = builder.meter.Int64Counter(

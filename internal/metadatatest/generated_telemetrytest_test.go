@@ -24,6 +24,10 @@ func TestSetupTelemetry(t *testing.T) {
 		observer.Observe(1)
 		return nil
 	}))
+	require.NoError(t, tb.RegisterWindowAggregatorDedupIdentitiesCallback(func(_ context.Context, observer metric.Int64Observer) error {
+		observer.Observe(1)
+		return nil
+	}))
 	require.NoError(t, tb.RegisterWindowAggregatorInputStreamsCallback(func(_ context.Context, observer metric.Int64Observer) error {
 		observer.Observe(1)
 		return nil
@@ -58,7 +62,9 @@ func TestSetupTelemetry(t *testing.T) {
 	}))
 	tb.WindowAggregatorCheckpoints.Add(context.Background(), 1)
 	tb.WindowAggregatorClockSkewRecords.Add(context.Background(), 1)
+	tb.WindowAggregatorDedupOverflow.Add(context.Background(), 1)
 	tb.WindowAggregatorDroppedPoints.Add(context.Background(), 1)
+	tb.WindowAggregatorDuplicateRecords.Add(context.Background(), 1)
 	tb.WindowAggregatorEmitFailures.Add(context.Background(), 1)
 	tb.WindowAggregatorIncompatibleHistograms.Add(context.Background(), 1)
 	tb.WindowAggregatorInputResets.Add(context.Background(), 1)
@@ -80,7 +86,16 @@ func TestSetupTelemetry(t *testing.T) {
 	AssertEqualWindowAggregatorClockSkewRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorDedupIdentities(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorDedupOverflow(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorDroppedPoints(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualWindowAggregatorDuplicateRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualWindowAggregatorEmitFailures(t, testTel,
