@@ -49,6 +49,7 @@ type waOptions struct {
 	explicit   []any    // histogram.explicit.buckets; nil: the exponential histogram
 	exemplars  bool     // exemplars: {enabled: true, max_per_data_point: 5}, as smConfigWithExemplars
 	weightNone bool     // weight: none (the default for spans is adjusted_count)
+	dedupOff   bool     // dedup.enabled: false (also for every configuration with BENCH_DEDUP=off)
 	// OTTL doing what the plain configuration does, for its cost: one condition that every span of
 	// the workload meets (server spans), http.request.method computed, the duration computed.
 	ottlCondition, ottlKey, ottlValue bool
@@ -76,6 +77,9 @@ func waConfig(o waOptions) *windowaggregator.Config {
 	cfg.Watermark.MaxOutOfOrderness = o.outOfOrder
 	cfg.Watermark.PerSource = o.perSource
 	cfg.Emit.Interval = time.Hour
+	if o.dedupOff || os.Getenv("BENCH_DEDUP") == "off" {
+		cfg.Dedup.Enabled = false
+	}
 	if o.delta {
 		cfg.Temporality, cfg.LateFirings = "delta", "revise"
 	}

@@ -35,6 +35,8 @@ import (
 //     (5 a point): x_span_metrics as above;
 //   - pair=exemplars_on_vs_off (window_aggregator): x_off = with exemplars ns/span ÷ without, what
 //     the feature costs;
+//   - pair=dedup_on_vs_off (window_aggregator): x_off = dedup enabled (the default) ns/span ÷
+//     dedup.enabled: false, what remembering every span's identity costs (target <= 1.2);
 //   - pair=sampled_window_aggregator_vs_span_metrics: both on the same spans sampled at thresholds in
 //     their tracestates, each distinct (sampledPerTrace), both counting adjusted counts:
 //     x_span_metrics as above;
@@ -90,6 +92,14 @@ func BenchmarkPaired(b *testing.B) {
 				}
 				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
 				b.ReportMetric(sides[0].nsPerSpan(b)/sides[1].nsPerSpan(b), "x_span_metrics")
+			})
+			b.Run("pair=dedup_on_vs_off", func(b *testing.B) {
+				sides := []side{
+					{name: "off", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs, dedupOff: true}), nil)},
+					{name: "on", h: newWindowAggregator(b, waConfig(waOptions{outputs: outputs}), nil)},
+				}
+				runPaired(b, traceRingFor(0), sides, slotsPerMinute)
+				b.ReportMetric(sides[1].nsPerSpan(b)/sides[0].nsPerSpan(b), "x_off")
 			})
 			b.Run("pair=exemplars_on_vs_off", func(b *testing.B) {
 				sides := []side{

@@ -5,6 +5,7 @@ package bench
 // (BENCH_COLD_BYTES), shared by all of them.
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -314,6 +315,11 @@ func shiftTraces(td ptrace.Traces, d pcommon.Timestamp) {
 				sp := spans.At(k)
 				sp.SetStartTimestamp(sp.StartTimestamp() + d)
 				sp.SetEndTimestamp(sp.EndTimestamp() + d)
+				// A span of the next lap is another span, not a resend of this one (dedup): its id
+				// moves with its time.
+				sid := sp.SpanID()
+				binary.BigEndian.PutUint64(sid[:], binary.BigEndian.Uint64(sid[:])+uint64(d))
+				sp.SetSpanID(sid)
 			}
 		}
 	}

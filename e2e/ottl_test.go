@@ -18,12 +18,13 @@ func routeSpans(end int64, routes ...string) ptraceotlp.ExportRequest {
 	rs.Resource().Attributes().PutStr("service.name", "a")
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName("otelhttp")
-	for i, r := range routes {
+	for _, r := range routes {
 		sp := ss.Spans().AppendEmpty()
 		sp.SetName("request")
 		sp.SetKind(ptrace.SpanKindServer)
-		sp.SetTraceID(pcommon.TraceID{9, byte(i)})
-		sp.SetSpanID(pcommon.SpanID{9, byte(i)})
+		n := wmSeq.Add(1) // unique: spans alike are not resends
+		sp.SetTraceID(pcommon.TraceID{9, byte(n >> 8), byte(n)})
+		sp.SetSpanID(pcommon.SpanID{9, byte(n >> 8), byte(n)})
 		sp.SetStartTimestamp(pcommon.Timestamp(end - 1e6))
 		sp.SetEndTimestamp(pcommon.Timestamp(end))
 		sp.Attributes().PutStr("http.request.method", "GET")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
@@ -82,7 +83,9 @@ func spans(ss ...span) ptraceotlp.ExportRequest {
 		sp.SetName(s.name)
 		sp.SetKind(ptrace.SpanKindServer)
 		sp.SetTraceID(pcommon.TraceID{1, 2, 3})
-		sp.SetSpanID(pcommon.SpanID{byte(len(s.name)), byte(s.end % 251), byte(s.ms)})
+		var id pcommon.SpanID // unique: spans alike in name, time and duration are not resends
+		binary.BigEndian.PutUint64(id[:], wmSeq.Add(1))
+		sp.SetSpanID(id)
 		if s.end != 0 {
 			sp.SetEndTimestamp(pcommon.Timestamp(s.end))
 			sp.SetStartTimestamp(pcommon.Timestamp(s.end - int64(s.ms*1e6)))
