@@ -3,11 +3,13 @@ package windowaggregator
 import (
 	"go.uber.org/zap"
 
+	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 )
 
-// The memory formula of the README, per aggregation (and, with dedup, max_ids × identityBytes for the
-// component):
+// The memory formula of the README, per aggregation (and, with dedup, for the component what a full
+// set of max_ids identities takes, dedup.Bytes: 48 to 96 bytes an identity, by how max_ids/64
+// falls between powers of two):
 //
 //	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B + X)) + I
 //	P = (size + allowed_lateness + max_out_of_orderness + max_future_skew) / slide + 1
@@ -25,10 +27,6 @@ import (
 // point (inputStreamBytes), with its explicit buckets' counts when they are the output's (B', 8 bytes
 // a bucket), and its exponential histogram when the aggregation keeps a sketch (S', inputSketchBytes,
 // for an OpenTelemetry SDK's default of at most 160 buckets a sign).
-// A remembered record identity (internal/dedup, BenchmarkBytesPerIdentity at a million): the
-// formula adds max_ids × identityBytes for the component when dedup is enabled.
-const identityBytes = 56
-
 const (
 	inputStreamBytes = 130
 	inputSketchBytes = 180 + 160
@@ -145,7 +143,7 @@ func logMemoryEstimate(logger *zap.Logger, cfg *Config, aggs []*aggregation) {
 		fields = append(fields, zap.Int64("bytes."+a.name, b))
 	}
 	if cfg.Dedup.Enabled {
-		d := int64(cfg.Dedup.MaxIDs) * identityBytes
+		d := dedup.Bytes(cfg.Dedup.MaxIDs)
 		total += d
 		fields = append(fields, zap.Int64("bytes.dedup", d))
 	}

@@ -23,6 +23,7 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // ID is a record's identity: a 128-bit hash of what identifies it.
@@ -243,7 +244,13 @@ func (s *Set) rebuild(sh *shard, w int64) int {
 	}
 	sh.sweptAt = w
 	s.held.Add(int64(-dropped))
-	if size := tableSize(live + 1); size != len(sh.slots) {
+	// Its size changes only when the live identities outgrow half of it, or fall below an eighth:
+	// a shard whose identities hover about a power of two does not swap tables back and forth.
+	size := len(sh.slots)
+	if n := live + 1; 2*n > size || 8*n < size {
+		size = tableSize(n)
+	}
+	if size != len(sh.slots) {
 		old := sh.slots
 		sh.setSlots(make([]slot, size))
 		for _, sl := range old {
@@ -272,6 +279,13 @@ func (s *Set) rebuild(sh *shard, w int64) int {
 }
 
 var keptPool = sync.Pool{New: func() any { return new([]slot) }}
+
+// Bytes is the most memory a set of maxIDs identities takes, when it is full (shards as full as
+// the average): its tables, the shards and the set.
+func Bytes(maxIDs int) int64 {
+	perShard := (maxIDs + numShards - 1) / numShards
+	return int64(numShards)*int64(tableSize(perShard+1))*int64(unsafe.Sizeof(slot{})) + int64(unsafe.Sizeof(Set{}))
+}
 
 // tableSize is the size of a table for n identities: a power of two at least minSlots, at most half
 // full, so that a table that fills to 7/8 doubles.

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // modelEntry is what the reference model knows of an identity: claimed Remembered at expiry, and not
@@ -206,4 +207,17 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("restored %d identities into a set of 10", r.Len())
 		}
 	})
+}
+
+// Bytes is what a full set takes: a million identities in 64 shards of 15,625 fill tables of 32,768
+// slots of 24 bytes (the least power of two at least twice 15,626), plus the set itself.
+func TestBytesOfAFullSet(t *testing.T) {
+	want := int64(64*32768*24) + int64(unsafe.Sizeof(Set{}))
+	if got := Bytes(1_000_000); got != want {
+		t.Errorf("Bytes(1e6) = %d, want %d", got, want)
+	}
+	// 16,385 a shard: tables of 65,536 slots, twice the bytes an identity.
+	if got, want := Bytes(64*16385), int64(64*65536*24)+int64(unsafe.Sizeof(Set{})); got != want {
+		t.Errorf("Bytes(64 x 16385) = %d, want %d", got, want)
+	}
 }
