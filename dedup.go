@@ -24,7 +24,7 @@ func newDedup(cfg *Config, engine stream.Config) (set *dedup.Set, byInput [numIn
 	if slide <= 0 {
 		slide = engine.Size
 	}
-	set = dedup.New(cfg.Dedup.MaxIDs, int64(engine.Size+engine.AllowedLateness), int64(slide))
+	set = dedup.New(cfg.Dedup.MaxIDs, int64(slide))
 	for input, sg := range signals {
 		if sg != logSignal || cfg.Dedup.Logs != nil {
 			byInput[input] = set

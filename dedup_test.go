@@ -3,6 +3,7 @@ package windowaggregator
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor/processortest"
 )
@@ -484,5 +487,50 @@ func TestResentGaugeAndDeltaPoints(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Log bodies that their JSON text would confuse are other records: maps that differ only where a
+// NaN stands (JSON cannot write it), an int and a double of one value, a slice of two strings and
+// one of their concatenation. Six records at one time with key [time, body]: six counted; the first
+// resent: one duplicate.
+func TestLogBodiesAreIdentifiedByTypeAndValue(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "logs", Outputs: []string{"count"}}}
+	cfg.Dedup.Logs = &DedupLogsConfig{Key: []LogPart{"time", "body"}}
+	h := newConnectorHarness(t, cfg, true)
+	ld := plog.NewLogs()
+	records := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	body := func() pcommon.Value {
+		lr := records.AppendEmpty()
+		lr.SetTimestamp(pcommon.Timestamp(1 * s))
+		return lr.Body()
+	}
+	m := body().SetEmptyMap()
+	m.PutStr("msg", "a")
+	m.PutDouble("v", math.NaN())
+	m = body().SetEmptyMap()
+	m.PutStr("msg", "b")
+	m.PutDouble("v", math.NaN())
+	body().SetInt(1)
+	body().SetDouble(1)
+	sl := body().SetEmptySlice()
+	sl.AppendEmpty().SetStr("a")
+	sl.AppendEmpty().SetStr("b")
+	body().SetEmptySlice().AppendEmpty().SetStr("ab")
+	h.sendLogs(ld)
+	again := plog.NewLogs()
+	ld.ResourceLogs().At(0).CopyTo(again.ResourceLogs().AppendEmpty())
+	again.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().RemoveIf(func(lr plog.LogRecord) bool { return lr.Body().Type() != pcommon.ValueTypeMap })
+	again.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+		v, _ := lr.Body().Map().Get("msg")
+		return v.Str() != "a"
+	})
+	h.sendLogs(again)
+	h.sendLogs(logs(logSpec{service: "c", ts: 16}))
+	wantPoint(t, points(h.metrics.AllMetrics()), "n.count", "", 0, 10, 6)
+	if got := counterIncluding(t, h.tel, "otelcol_window_aggregator_duplicate_records", map[string]string{"signal": "logs"}); got != 1 {
+		t.Errorf("duplicate_records{logs} = %d, want 1", got)
 	}
 }

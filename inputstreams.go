@@ -163,8 +163,12 @@ type identity [2]uint64
 // hashSalt makes the second hash of the same bytes independent of the first.
 const hashSalt = "wa.salt\x00"
 
-// identityHasher hashes identities, with a buffer it reuses.
-type identityHasher struct{ buf []byte }
+// identityHasher hashes identities, with a buffer it reuses; child hashes the maps and slices
+// nested in a value, a level down.
+type identityHasher struct {
+	buf   []byte
+	child *identityHasher
+}
 
 // sum returns the two hashes of the buffer's bytes after the salt.
 func (h *identityHasher) sum() identity {
@@ -204,9 +208,26 @@ func (h *identityHasher) appendValue(v pcommon.Value) {
 		}
 	case pcommon.ValueTypeBytes:
 		h.buf = append(h.buf, v.Bytes().AsRaw()...)
-	default: // maps and slices, by their JSON form
-		h.buf = append(h.buf, v.AsString()...)
+	case pcommon.ValueTypeMap: // by the hashes of its pairs, whatever their order
+		h.buf = appendIdentity(h.buf, h.down().hashMap(v.Map()))
+	case pcommon.ValueTypeSlice: // its length, and each element's hash with its type, in order
+		s := v.Slice()
+		h.buf = binary.AppendUvarint(h.buf, uint64(s.Len()))
+		for i := 0; i < s.Len(); i++ {
+			c := h.down()
+			c.begin()
+			c.appendValue(s.At(i))
+			h.buf = appendIdentity(h.buf, c.sum())
+		}
 	}
+}
+
+// down returns the hasher of the values nested a level below h's.
+func (h *identityHasher) down() *identityHasher {
+	if h.child == nil {
+		h.child = &identityHasher{}
+	}
+	return h.child
 }
 
 // hashScope returns the identity of an instrumentation scope: its name, version and attributes.

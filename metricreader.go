@@ -118,8 +118,9 @@ func (rd *metricReader) streamKey() streamKey {
 func (rd *metricReader) weightSeed() uint64 { return 0 } // metric points weigh 1, or their count
 
 // identity is the point's identity for dedup: its input stream (resource, scope, metric name,
-// attributes), the metric's type, temporality and unit, and the point's start time and time: a
-// resent gauge or delta point is the same point.
+// attributes), the metric's type and unit, what the point is taken as (kind: a monotonic sum's
+// temporality among others), and the point's start time and time: a resent gauge or delta point is
+// the same point.
 func (rd *metricReader) identity() (dedup.ID, bool) {
 	k := rd.streamKey()
 	b := binary.LittleEndian.AppendUint64(rd.idBuf[:0], k[0])

@@ -11,7 +11,7 @@ import (
 func BenchmarkClaim(b *testing.B) {
 	for _, n := range []int{1000, 1_000_000} {
 		b.Run(itoa(n), func(b *testing.B) {
-			s := New(n+b.N+1, 1<<60, 1)
+			s := New(n+b.N+1, 1)
 			for i := range n {
 				s.Claim(idOf(uint64(i)), 1<<60, 0)
 			}
@@ -36,7 +36,7 @@ func BenchmarkBytesPerIdentity(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				s := New(n, 1<<60, 1)
+				s := New(n, 1)
 				for i := range n {
 					s.Claim(idOf(uint64(i)), 1<<60, 0)
 				}

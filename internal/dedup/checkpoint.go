@@ -14,6 +14,7 @@ import (
 // AppendTo appends the identities whose expiry w has not reached to b. The caller makes sure that
 // no claim runs meanwhile (a claim in flight would have its identity written without its record).
 func (s *Set) AppendTo(b []byte, w int64) []byte {
+	w = max(w, 0) // before any W: every identity held (none has an expiry at or below 0)
 	b = binary.AppendVarint(b, w)
 	b = binary.AppendUvarint(b, numShards)
 	for i := range s.shards {

@@ -20,6 +20,7 @@
 package dedup
 
 import (
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,8 @@ type Set struct {
 	// included.
 	held atomic.Int64
 	// sweepEvery is the advance of W between two rebuilds of a shard by Forget; sweepStep the least
-	// advance between two rebuilds of a shard that a full set makes a claim run (see Claim).
+	// advance between two rebuilds of a shard that a full set makes a claim run (see Claim). Both
+	// are the window's slide.
 	sweepEvery, sweepStep int64
 	shards                [numShards]shard
 }
@@ -87,11 +89,12 @@ const (
 	minSlots = 16
 )
 
-// New returns a set that holds at most maxIDs identities. lifetime is how long, in event time, an
-// identity is held at most (a window's size plus the allowed lateness); step is the least change of
-// W that forgets any (the window's slide).
-func New(maxIDs int, lifetime, step int64) *Set {
-	s := &Set{max: int64(maxIDs), sweepEvery: max(lifetime/2, step, 1), sweepStep: max(lifetime/64, step, 1)}
+// New returns a set that holds at most maxIDs identities. step is the least change of W that
+// forgets any (the window's slide: identities expire together, at window ends). Forget and a full
+// set rebuild a shard once W has moved by step since its last rebuild, so that the identities held
+// are at most those of one step more than the live ones.
+func New(maxIDs int, step int64) *Set {
+	s := &Set{max: int64(maxIDs), sweepEvery: max(step, 1), sweepStep: max(step, 1)}
 	for i := range s.shards {
 		s.shards[i].sweptAt = minTime
 	}
@@ -108,6 +111,7 @@ func (s *Set) shard(id ID) *shard { return &s.shards[id.Lo&(numShards-1)] }
 // and Remembered otherwise. An identity claimed Remembered whose record turns out not to be
 // aggregated is to be Released.
 func (s *Set) Claim(id ID, expiry, w int64) Claim {
+	w = max(w, 0) // before any W (math.MinInt64): no identity has expired, and no slot is free
 	sh := s.shard(id)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -208,6 +212,7 @@ func (s *Set) Release(id ID) {
 // advanced by sweepEvery: every identity is looked at a few times in its life, however often Forget
 // is called.
 func (s *Set) Forget(w int64) {
+	w = max(w, 0)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -230,8 +235,9 @@ func (s *Set) reserve() bool {
 // due reports whether W (w) has advanced by step since a shard's rebuild at sweptAt.
 func due(sweptAt, w, step int64) bool { return sweptAt == minTime || w-sweptAt >= step }
 
-// rebuild makes the shard's table anew with the identities whose expiry w has not reached, at most
-// half full, and returns how many it dropped (under the shard's lock).
+// rebuild makes the shard's table anew with the identities whose expiry w (≥ 0, so that empty and
+// released slots are not taken for identities) has not reached, and returns how many it dropped
+// (under the shard's lock).
 func (s *Set) rebuild(sh *shard, w int64) int {
 	live, dropped := 0, 0
 	for _, sl := range sh.slots {
@@ -280,10 +286,12 @@ func (s *Set) rebuild(sh *shard, w int64) int {
 
 var keptPool = sync.Pool{New: func() any { return new([]slot) }}
 
-// Bytes is the most memory a set of maxIDs identities takes, when it is full (shards as full as
-// the average): its tables, the shards and the set.
+// Bytes is the most memory a set of maxIDs identities takes, when it is full: its tables (each
+// sized for four standard deviations above a shard's average), the shards and the set.
 func Bytes(maxIDs int) int64 {
-	perShard := (maxIDs + numShards - 1) / numShards
+	// A shard holds the average, give or take its binomial spread: four standard deviations more.
+	mean := float64(maxIDs) / numShards
+	perShard := int(math.Ceil(mean + 4*math.Sqrt(mean)))
 	return int64(numShards)*int64(tableSize(perShard+1))*int64(unsafe.Sizeof(slot{})) + int64(unsafe.Sizeof(Set{}))
 }
 

@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -21,7 +22,7 @@ func TestClaimAgainstModel(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		maxIDs := 1 + rng.IntN(40)
 		const lifetime, step = 100, 10
-		s := New(maxIDs, lifetime, step)
+		s := New(maxIDs, step)
 		model := map[ID]modelEntry{}
 		pool := make([]ID, 1+rng.IntN(120))
 		for i := range pool {
@@ -93,7 +94,7 @@ func TestClaimAgainstModel(t *testing.T) {
 // TestOverflowNeverDropsANewRecord fills a set and checks that every identity past the maximum is an
 // Overflow, never a Duplicate, and that once W passes the held ones' expiry a full set makes room.
 func TestOverflowNeverDropsANewRecord(t *testing.T) {
-	s := New(100, 60, 10)
+	s := New(100, 10)
 	for i := range uint64(100) {
 		if got := s.Claim(ID{i, i}, 1000, 0); got != Remembered {
 			t.Fatalf("identity %d of 100: %v", i, got)
@@ -119,7 +120,7 @@ func TestOverflowNeverDropsANewRecord(t *testing.T) {
 // TestConcurrentClaimsOfOneIdentity: of the batches that claim the same identities at once, exactly
 // one gets each as Remembered.
 func TestConcurrentClaimsOfOneIdentity(t *testing.T) {
-	s := New(1<<20, 60, 10)
+	s := New(1<<20, 10)
 	const ids, claimers = 5000, 8
 	remembered := make([][]bool, claimers)
 	var wg sync.WaitGroup
@@ -151,12 +152,12 @@ func TestConcurrentClaimsOfOneIdentity(t *testing.T) {
 // TestCheckpointRoundTrip writes a set's identities and reads them into another: the live ones are
 // duplicates there, the expired ones are not written, and a smaller set keeps what fits.
 func TestCheckpointRoundTrip(t *testing.T) {
-	s := New(1000, 60, 10)
+	s := New(1000, 10)
 	for i := range uint64(300) {
 		s.Claim(ID{i, i * 3}, 100+int64(i%2)*200, 50) // even: expiry 100, odd: 300
 	}
 	b := s.AppendTo(nil, 100) // W 100: the even ones have expired
-	r := New(1000, 60, 10)
+	r := New(1000, 10)
 	restore, dropped, err := r.Decode(b)
 	if err != nil || dropped != 0 {
 		t.Fatalf("Decode: %v, %d dropped", err, dropped)
@@ -171,7 +172,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			t.Fatalf("identity %d after restore: %v, want %v", i, got, want)
 		}
 	}
-	small := New(40, 60, 10)
+	small := New(40, 10)
 	restore, dropped, err = small.Decode(b)
 	if err != nil || dropped != 110 {
 		t.Fatalf("Decode into a set of 40: %v, %d dropped, want 110", err, dropped)
@@ -182,7 +183,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	}
 	// Every truncation is refused, and leaves the set as it was.
 	for n := range len(b) {
-		if _, _, err := New(1000, 60, 10).Decode(b[:n]); err == nil {
+		if _, _, err := New(1000, 10).Decode(b[:n]); err == nil {
 			t.Fatalf("a checkpoint cut to %d of %d bytes was read", n, len(b))
 		}
 	}
@@ -190,14 +191,14 @@ func TestCheckpointRoundTrip(t *testing.T) {
 
 // FuzzDecode: no input makes Decode panic or restore more identities than the set holds.
 func FuzzDecode(f *testing.F) {
-	s := New(100, 60, 10)
+	s := New(100, 10)
 	for i := range uint64(20) {
 		s.Claim(ID{i, i}, 100, 0)
 	}
 	f.Add(s.AppendTo(nil, 0))
 	f.Add([]byte{0, 1, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r := New(10, 60, 10)
+		r := New(10, 10)
 		restore, _, err := r.Decode(b)
 		if err != nil {
 			return
@@ -219,5 +220,41 @@ func TestBytesOfAFullSet(t *testing.T) {
 	// 16,385 a shard: tables of 65,536 slots, twice the bytes an identity.
 	if got, want := Bytes(64*16385), int64(64*65536*24)+int64(unsafe.Sizeof(Set{})); got != want {
 		t.Errorf("Bytes(64 x 16385) = %d, want %d", got, want)
+	}
+}
+
+// Before any W (math.MinInt64, the engine's NoWatermark), the ticker's Forget and a checkpoint find
+// nothing expired and no slot free: the tables keep their size, and the checkpoint restores.
+func TestBeforeAnyWatermark(t *testing.T) {
+	const noW = math.MinInt64
+	s := New(1000, 10)
+	for i := range 100 {
+		if c := s.Claim(idOf(uint64(i)), 50, noW); c != Remembered {
+			t.Fatalf("claim %d: %v", i, c)
+		}
+	}
+	slots := func(s *Set) (n int) {
+		for i := range s.shards {
+			n += len(s.shards[i].slots)
+		}
+		return n
+	}
+	before := slots(s)
+	for range 20 {
+		s.Forget(noW)
+	}
+	if slots(s) != before || s.Len() != 100 {
+		t.Fatalf("after Forget before any W: %d slots (were %d), %d held (want 100)", slots(s), before, s.Len())
+	}
+	r := New(1000, 10)
+	restore, dropped, err := r.Decode(s.AppendTo(nil, noW))
+	if err != nil || dropped != 0 {
+		t.Fatalf("a checkpoint taken before any W: %v, %d dropped", err, dropped)
+	}
+	restore()
+	for i := range 100 {
+		if c := r.Claim(idOf(uint64(i)), 50, 0); c != Duplicate {
+			t.Fatalf("restored identity %d: %v, want Duplicate", i, c)
+		}
 	}
 }
