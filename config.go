@@ -62,6 +62,14 @@ type WindowConfig struct {
 	Slide time.Duration `mapstructure:"slide"` // 0: size (tumbling)
 }
 
+// slide is the windows' slide: Slide, or Size for tumbling windows.
+func (w WindowConfig) slide() time.Duration {
+	if w.Slide == 0 {
+		return w.Size
+	}
+	return w.Slide
+}
+
 // WatermarkConfig says how the watermark follows the records' event times.
 type WatermarkConfig struct {
 	MaxOutOfOrderness time.Duration `mapstructure:"max_out_of_orderness"`

@@ -4,7 +4,6 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // Dedup: the identities of the records aggregated are remembered (internal/dedup), so that a copy
@@ -16,15 +15,11 @@ import (
 
 // newDedup returns the component's remembered identities, one set for every signal, and, by input,
 // the set of each signal whose records are deduplicated (nil: none).
-func newDedup(cfg *Config, engine stream.Config) (set *dedup.Set, byInput [numInputs]*dedup.Set) {
+func newDedup(cfg *Config) (set *dedup.Set, byInput [numInputs]*dedup.Set) {
 	if !cfg.Dedup.Enabled {
 		return nil, byInput
 	}
-	slide := engine.Slide
-	if slide <= 0 {
-		slide = engine.Size
-	}
-	set = dedup.New(cfg.Dedup.MaxIDs, int64(slide))
+	set = dedup.New(cfg.Dedup.MaxIDs, int64(cfg.Window.slide()))
 	for input, sg := range signals {
 		if sg != logSignal || cfg.Dedup.Logs != nil {
 			byInput[input] = set
@@ -39,15 +34,12 @@ func identityOf(b []byte) dedup.ID {
 	return dedup.ID{Hi: h.Hi, Lo: h.Lo}
 }
 
-// claim looks the record being staged up among the identities remembered, and remembers its identity
-// if it is new, until W passes the end of its last window plus allowed_lateness: Duplicate for a
-// copy. A record without an identity (a span without valid ids), or in the future or without a
-// time (no aggregation takes it), is not looked up.
+// claim looks the record being staged, at t (which Check found on time), up among the identities
+// remembered, and remembers its identity if it is new, until W passes the end of its last window
+// plus allowed_lateness: Duplicate for a copy. A record without an identity (a span without valid
+// ids) is not looked up.
 func (run *ingestRun) claim(t int64) dedup.Claim {
 	b := run.b
-	if b.Check(t) != stream.OnTime {
-		return dedup.Passed
-	}
 	id, ok := run.r.src.identity()
 	if !ok {
 		return dedup.Passed

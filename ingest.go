@@ -157,6 +157,9 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 	rec.Time, rec.Tag = t, int32(len(run.sc.state))
 	st := unmatched
 	checked, held, left := false, false, false
+	// The time is checked once (vd, judged), at the first aggregation that selects the record, or
+	// before that when the record's identity is looked up there.
+	vd, judged := stream.OnTime, false
 	run.claimed = false
 	identified := run.ids == nil // identities are looked up once, at the first aggregation that selects the record
 	for _, a := range aggs {
@@ -165,7 +168,8 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		}
 		if !identified {
 			identified = true
-			if run.claim(t) == dedup.Duplicate {
+			vd, judged = b.Check(t), true
+			if vd == stream.OnTime && run.claim(t) == dedup.Duplicate {
 				st = duplicate // before its OTTL, its weight and its input stream: it is none of theirs
 				break
 			}
@@ -196,8 +200,11 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 			}
 		}
 		if !checked {
-			if check := b.Check(t); check != stream.OnTime {
-				st = outcomeOf(check) // future or invalid: staged for no aggregation, a point's streams unmoved
+			if !judged {
+				vd, judged = b.Check(t), true
+			}
+			if vd != stream.OnTime {
+				st = outcomeOf(vd) // future or invalid: staged for no aggregation, a point's streams unmoved
 				break
 			}
 			checked = true

@@ -214,12 +214,16 @@ func (h *identityHasher) appendValue(v pcommon.Value) {
 		s := v.Slice()
 		h.buf = binary.AppendUvarint(h.buf, uint64(s.Len()))
 		for i := 0; i < s.Len(); i++ {
-			c := h.down()
-			c.begin()
-			c.appendValue(s.At(i))
-			h.buf = appendIdentity(h.buf, c.sum())
+			h.buf = appendIdentity(h.buf, h.down().hashValue(s.At(i)))
 		}
 	}
+}
+
+// hashValue returns the identity of a value, with its type.
+func (h *identityHasher) hashValue(v pcommon.Value) identity {
+	h.begin()
+	h.appendValue(v)
+	return h.sum()
 }
 
 // down returns the hasher of the values nested a level below h's.
@@ -250,6 +254,35 @@ func (h *identityHasher) key(parts ...identity) streamKey {
 		h.buf = binary.LittleEndian.AppendUint64(h.buf, p[1])
 	}
 	return streamKey(h.sum())
+}
+
+// outerIdentities are the identities of the resource and the scope of the records being read, each
+// hashed once for all their records.
+type outerIdentities struct {
+	resID, scopeID identity
+	resOK, scopeOK bool
+}
+
+// forget drops both, for another resource.
+func (o *outerIdentities) forget() { o.resOK, o.scopeOK = false, false }
+
+// forgetScope drops the scope's, for another scope.
+func (o *outerIdentities) forgetScope() { o.scopeOK = false }
+
+// resource returns the identity of the resource whose attributes are attrs.
+func (o *outerIdentities) resource(h *identityHasher, attrs pcommon.Map) identity {
+	if !o.resOK {
+		o.resID, o.resOK = h.hashMap(attrs), true
+	}
+	return o.resID
+}
+
+// scope returns the identity of instrumentation scope sc.
+func (o *outerIdentities) scope(h *identityHasher, sc pcommon.InstrumentationScope) identity {
+	if !o.scopeOK {
+		o.scopeID, o.scopeOK = h.hashScope(sc.Name(), sc.Version(), sc.Attributes()), true
+	}
+	return o.scopeID
 }
 
 // appendIdentity appends id's two hashes to b.

@@ -30,11 +30,10 @@ type logReader struct {
 
 	// For dedup: the parts that identify a record, the identities of its resource and scope (read
 	// once per scope), and the buffer of its parts.
-	idKey          logKey
-	hasher         identityHasher
-	resID, scopeID identity
-	resOK, scopeOK bool
-	idBuf          []byte
+	idKey  logKey
+	hasher identityHasher
+	outer  outerIdentities
+	idBuf  []byte
 }
 
 var logReaders = sync.Pool{New: func() any {
@@ -47,16 +46,17 @@ func (rd *logReader) release() {
 	rd.tctx.close()
 	rd.clear()
 	rd.rl, rd.sl, rd.lr = plog.ResourceLogs{}, plog.ScopeLogs{}, plog.LogRecord{}
-	rd.resOK, rd.scopeOK = false, false
+	rd.outer.forget()
 	logReaders.Put(rd)
 }
 
 // setScope points the view at the log records of sl, of rl.
 func (rd *logReader) setScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
 	if rl != rd.rl {
-		rd.resOK = false
+		rd.outer.forget()
 	}
-	rd.rl, rd.sl, rd.scopeOK = rl, sl, false
+	rd.rl, rd.sl = rl, sl
+	rd.outer.forgetScope()
 	rd.record.setScope(sl.Scope().Attributes(), rl.Resource().Attributes())
 }
 
@@ -127,22 +127,13 @@ func (rd *logReader) identity() (dedup.ID, bool) {
 			b = binary.AppendUvarint(b, uint64(len(lr.SeverityText())))
 			b = append(b, lr.SeverityText()...)
 		case logPartBody:
-			h.begin()
-			h.appendValue(lr.Body())
-			b = appendIdentity(b, h.sum())
+			b = appendIdentity(b, h.hashValue(lr.Body()))
 		case logPartAttributes:
 			b = appendIdentity(b, h.hashMap(lr.Attributes()))
 		case logPartResource:
-			if !rd.resOK {
-				rd.resID, rd.resOK = h.hashMap(rd.rl.Resource().Attributes()), true
-			}
-			b = appendIdentity(b, rd.resID)
+			b = appendIdentity(b, rd.outer.resource(h, rd.rl.Resource().Attributes()))
 		case logPartScope:
-			if !rd.scopeOK {
-				sc := rd.sl.Scope()
-				rd.scopeID, rd.scopeOK = h.hashScope(sc.Name(), sc.Version(), sc.Attributes()), true
-			}
-			b = appendIdentity(b, rd.scopeID)
+			b = appendIdentity(b, rd.outer.scope(h, rd.sl.Scope()))
 		case logPartTraceID:
 			tid := lr.TraceID()
 			b = append(b, tid[:]...)

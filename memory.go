@@ -70,12 +70,8 @@ func pendingPointEstimate(a *aggregation) int64 {
 
 // panesPerSeries is P: the panes one series can hold at once while W follows the clock.
 func panesPerSeries(cfg *Config) int64 {
-	slide := cfg.Window.Slide
-	if slide == 0 {
-		slide = cfg.Window.Size
-	}
 	span := cfg.Window.Size + cfg.AllowedLateness + cfg.Watermark.MaxOutOfOrderness + cfg.Watermark.MaxFutureSkew
-	return int64(span/slide) + 1
+	return int64(span/cfg.Window.slide()) + 1
 }
 
 // memoryEstimate is the formula for one aggregation, in bytes.

@@ -27,12 +27,13 @@ type metricReader struct {
 	tctx    transformContext[*ottldatapoint.TransformContext]
 
 	// The identity of the point's stream, by part, computed when a cumulative stream first asks.
-	hasher                 identityHasher
-	resID, scopeID, nameID identity
-	resOK, scopeOK, nameOK bool
-	key                    streamKey
-	keyOK                  bool
-	idBuf                  []byte // the point's identity's parts, for dedup
+	hasher identityHasher
+	outer  outerIdentities
+	nameID identity
+	nameOK bool
+	key    streamKey
+	keyOK  bool
+	idBuf  []byte // the point's identity's parts, for dedup
 
 	adds pointAdder
 }
@@ -62,12 +63,14 @@ func (rd *metricReader) release() {
 
 // setResource points the view at the metrics of rm.
 func (rd *metricReader) setResource(rm pmetric.ResourceMetrics) {
-	rd.rm, rd.resOK = rm, false
+	rd.rm = rm
+	rd.outer.forget()
 }
 
 // setScope points the view at the metrics of sm.
 func (rd *metricReader) setScope(sm pmetric.ScopeMetrics) {
-	rd.sm, rd.scopeOK = sm, false
+	rd.sm = sm
+	rd.outer.forgetScope()
 	rd.record.setScope(sm.Scope().Attributes(), rd.rm.Resource().Attributes())
 }
 
@@ -101,17 +104,11 @@ func (rd *metricReader) streamKey() streamKey {
 		return rd.key
 	}
 	h := &rd.hasher
-	if !rd.resOK {
-		rd.resID, rd.resOK = h.hashMap(rd.rm.Resource().Attributes()), true
-	}
-	if !rd.scopeOK {
-		sc := rd.sm.Scope()
-		rd.scopeID, rd.scopeOK = h.hashScope(sc.Name(), sc.Version(), sc.Attributes()), true
-	}
+	res, scope := rd.outer.resource(h, rd.rm.Resource().Attributes()), rd.outer.scope(h, rd.sm.Scope())
 	if !rd.nameOK {
 		rd.nameID, rd.nameOK = h.hashName(rd.m.Name()), true
 	}
-	rd.key, rd.keyOK = h.key(rd.resID, rd.scopeID, rd.nameID, h.hashMap(rd.attrs)), true
+	rd.key, rd.keyOK = h.key(res, scope, rd.nameID, h.hashMap(rd.attrs)), true
 	return rd.key
 }
 

@@ -140,7 +140,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	if s.engine, err = stream.New(ecfg); err != nil {
 		return nil, err
 	}
-	s.dedup, s.dedupOf = newDedup(cfg, ecfg)
+	s.dedup, s.dedupOf = newDedup(cfg)
 	if cfg.Dedup.Logs != nil {
 		s.logKey = logKeyOf(cfg.Dedup.Logs.Key)
 	}

@@ -271,7 +271,7 @@ service:
 // storage while the gateway's queue retries what it could not deliver. What is measured: the totals
 // summed over the instances against what was sent, the duplicates each instance recognised, and
 // the retries the gateway logged. What must hold: every span counted once.
-func TestGatewayRingChangeWithDedup(t *testing.T) {
+func TestGatewayRestartOnStorageWithDedup(t *testing.T) {
 	skipShort(t)
 	base, at := pastBase()
 	srv := startServer(t)

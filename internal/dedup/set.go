@@ -54,11 +54,10 @@ type Set struct {
 	// held is the number of identities held, those W has passed that no rebuild has dropped yet
 	// included.
 	held atomic.Int64
-	// sweepEvery is the advance of W between two rebuilds of a shard by Forget; sweepStep the least
-	// advance between two rebuilds of a shard that a full set makes a claim run (see Claim). Both
-	// are the window's slide.
-	sweepEvery, sweepStep int64
-	shards                [numShards]shard
+	// step is the least advance of W between two rebuilds of a shard, by Forget or by a claim that
+	// finds the set full: the window's slide, at whose ends identities expire together.
+	step   int64
+	shards [numShards]shard
 }
 
 type shard struct {
@@ -94,7 +93,7 @@ const (
 // set rebuild a shard once W has moved by step since its last rebuild, so that the identities held
 // are at most those of one step more than the live ones.
 func New(maxIDs int, step int64) *Set {
-	s := &Set{max: int64(maxIDs), sweepEvery: max(step, 1), sweepStep: max(step, 1)}
+	s := &Set{max: int64(maxIDs), step: max(step, 1)}
 	for i := range s.shards {
 		s.shards[i].sweptAt = minTime
 	}
@@ -150,7 +149,7 @@ func (s *Set) Claim(id ID, expiry, w int64) Claim {
 	}
 	rebuilt := false
 	if !s.reserve() {
-		if !due(sh.sweptAt, w, s.sweepStep) || s.rebuild(sh, w) == 0 || !s.reserve() {
+		if !due(sh.sweptAt, w, s.step) || s.rebuild(sh, w) == 0 || !s.reserve() {
 			return Overflow
 		}
 		rebuilt = true
@@ -209,14 +208,13 @@ func (s *Set) Release(id ID) {
 }
 
 // Forget lets go of the identities whose expiry W (w) has reached, in the shards not rebuilt since W
-// advanced by sweepEvery: every identity is looked at a few times in its life, however often Forget
-// is called.
+// advanced by a step: a shard is rebuilt at most once a slide of W, however often Forget is called.
 func (s *Set) Forget(w int64) {
 	w = max(w, 0)
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		if due(sh.sweptAt, w, s.sweepEvery) {
+		if due(sh.sweptAt, w, s.step) {
 			s.rebuild(sh, w)
 		}
 		sh.mu.Unlock()
