@@ -3,7 +3,6 @@ package windowaggregator
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
@@ -43,6 +42,7 @@ type aggregation struct {
 	weight    weightKind
 	weightKey keyRef             // the weight attribute, with weighAttribute
 	outputs   []delivery.Emitted // in table order
+	histogram bool               // one of them is the histogram
 	quantiles []float64
 	histMax   int       // buckets per sign of the exponential histogram output
 	bounds    []float64 // the explicit histogram output's bucket bounds, in the value's unit; nil: exponential
@@ -147,8 +147,9 @@ func compileAggregation(index int, a AggregationConfig, parsers *ottlParsers) (*
 			unit = "ms"
 		}
 		c.unit, c.unitScale = string(unit), unitScale[unit]
-	case strings.HasPrefix(a.Value.Source, valueAttributePrefix):
-		c.valueKey = newKeyRef(strings.TrimPrefix(a.Value.Source, valueAttributePrefix), sg)
+	case isAttribute(a.Value.Source):
+		key, _ := attributeKey(a.Value.Source)
+		c.valueKey = newKeyRef(key, sg)
 		c.hasValue = true
 	case a.Value.OTTL != "":
 		if err := parse("value", func(p ottlParser) (err error) {
@@ -163,19 +164,21 @@ func compileAggregation(index int, a AggregationConfig, parsers *ottlParsers) (*
 	switch w := a.weight(); {
 	case w == weightAdjustedCountName:
 		c.weight = weighAdjustedCount
-	case strings.HasPrefix(string(w), valueAttributePrefix):
-		c.weight, c.weightKey = weighAttribute, newKeyRef(strings.TrimPrefix(string(w), valueAttributePrefix), sg)
+	case isAttribute(string(w)):
+		key, _ := attributeKey(string(w))
+		c.weight, c.weightKey = weighAttribute, newKeyRef(key, sg)
 	}
 	var err error
 	if c.outputs, c.quantiles, err = delivery.Compile(a.outputs()); err != nil {
 		return nil, fmt.Errorf("aggregation %q: %w", a.Name, err)
 	}
+	c.histogram = delivery.Has(c.outputs, delivery.Histogram)
 	if h := a.Histogram; h != nil && h.Explicit != nil {
 		if c.bounds, err = a.bucketBounds(c.unitScale); err != nil {
 			return nil, fmt.Errorf("aggregation %q: histogram.explicit.buckets: %w", a.Name, err)
 		}
 	}
-	if c.exemplars = a.Exemplars.perPoint(); c.exemplars > 0 && !c.hasOutput(delivery.Histogram) {
+	if c.exemplars = a.Exemplars.perPoint(); c.exemplars > 0 && !c.histogram {
 		c.exemplars = 1 // the max gauge's alone
 	}
 	return c, nil
@@ -207,13 +210,9 @@ func (c *aggregation) fields() uint32 {
 
 // engineAggregation is what the engine keeps for this aggregation.
 func (c *aggregation) engineAggregation(maxSeries int) stream.Aggregation {
-	hist := c.hasOutput(delivery.Histogram)
-	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: hist && c.bounds == nil, Bounds: c.bounds,
+	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.quantiles, Histogram: c.histogram && c.bounds == nil, Bounds: c.bounds,
 		Exemplars: c.exemplars}
 }
-
-// hasOutput reports whether the aggregation emits the output named name (a row's name).
-func (c *aggregation) hasOutput(name string) bool { return delivery.Has(c.outputs, name) }
 
 // delivered describes the aggregation for delivery: what to build of its results, for which sinks.
 func (c *aggregation) delivered() *delivery.Aggregation {

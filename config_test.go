@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
@@ -56,7 +58,7 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.duration || a.unit != "ms" || !a.hasOutput("count") || a.hasOutput("sum") || len(a.quantiles) != 0 || len(a.groupBy) != 0 ||
+	if !a.duration || a.unit != "ms" || !delivery.Has(a.outputs, "count") || delivery.Has(a.outputs, "sum") || len(a.quantiles) != 0 || len(a.groupBy) != 0 ||
 		a.histMax != 160 || a.exemplars != 0 {
 		t.Fatalf("aggregation defaults (value duration, unit ms, outputs [count], no group_by, histogram_max_size 160, no exemplars): %+v", a)
 	}

@@ -5,7 +5,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/processor/sketch"
 	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
@@ -396,10 +395,10 @@ func (pa *pointAdder) distribution(h histogramHead, buckets []uint64, sk *sketch
 
 // feedsHistogram reports whether the aggregation has a histogram output; feedsSketch whether it
 // keeps a sketch (an exponential histogram output, or percentiles).
-func (c *aggregation) feedsHistogram() bool { return c.hasOutput(delivery.Histogram) }
+func (c *aggregation) feedsHistogram() bool { return c.histogram }
 
 func (c *aggregation) feedsSketch() bool {
-	return len(c.quantiles) > 0 || c.bounds == nil && c.hasOutput(delivery.Histogram)
+	return len(c.quantiles) > 0 || c.bounds == nil && c.histogram
 }
 
 // wholeOrBase returns what a cumulative histogram point adds when it is its stream's first point

@@ -76,11 +76,19 @@ const (
 	valueAttributePrefix = "attribute:"
 )
 
+// isAttribute reports whether s is of the form attribute:<key>.
+func isAttribute(s string) bool { _, ok := attributeKey(s); return ok }
+
+// attributeKey returns the key of an attribute:<key> weight or value source; ok is false for
+// another form.
+func attributeKey(s string) (key string, ok bool) { return strings.CutPrefix(s, valueAttributePrefix) }
+
 func (w Weight) check() error {
+	key, attr := attributeKey(string(w))
 	switch {
 	case w == "" || w == weightNoneName || w == weightAdjustedCountName:
-	case strings.HasPrefix(string(w), valueAttributePrefix):
-		if strings.TrimPrefix(string(w), valueAttributePrefix) == "" {
+	case attr:
+		if key == "" {
 			return fmt.Errorf("attribute: needs a key, as in attribute:sample.rate")
 		}
 	default:

@@ -4,7 +4,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
-	"github.com/windowaggregator/windowaggregator/internal/delivery"
 )
 
 // The memory formula of the README, per aggregation (and, with dedup, for the component what a full
@@ -59,7 +58,7 @@ const (
 func pendingPointEstimate(a *aggregation) int64 {
 	exemplars := pendingExemplarBytes * int64(a.exemplars) // the histogram's, or the max gauge's one
 	switch {
-	case !a.hasOutput(delivery.Histogram):
+	case !a.histogram:
 		return pendingPointBytes + exemplars
 	case a.bounds != nil:
 		return pendingPointBytes + explicitBucketBytes*int64(len(a.bounds)+1) + exemplars
@@ -77,7 +76,7 @@ func panesPerSeries(cfg *Config) int64 {
 // memoryEstimate is the formula for one aggregation, in bytes.
 func memoryEstimate(cfg *Config, a *aggregation) int64 {
 	revise := cfg.LateFirings == lateRevise
-	exponential := a.hasOutput(delivery.Histogram) && a.bounds == nil
+	exponential := a.histogram && a.bounds == nil
 	var sketch, counts, accrual int64
 	if exponential || len(a.quantiles) > 0 {
 		sketch = assumedSketch

@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/collector/processor"
 
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // Metric points as input: all of the component that knows pmetric as input, but for the reader
@@ -126,7 +125,8 @@ func removeTaken(md pmetric.Metrics, sa *signalAggs, state []outcome) {
 	taken := func() bool {
 		st := state[n]
 		n++
-		return st == outcomeOf(stream.OnTime) || st == outcomeOf(stream.LateUpdate) || st == heldBack || st == duplicate
+		v, judged := st.verdict()
+		return judged && v.Aggregated() || st == heldBack || st == duplicate
 	}
 	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool {
 		removedScope := false

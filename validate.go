@@ -265,8 +265,8 @@ func (v *aggregationCheck) value() (hasValue bool) {
 		if !sg.duration {
 			v.bad("value", "duration applies to spans only; %s take attribute:<key>", a.Signal)
 		}
-	case strings.HasPrefix(src, valueAttributePrefix):
-		if strings.TrimPrefix(src, valueAttributePrefix) == "" {
+	case isAttribute(src):
+		if key, _ := attributeKey(src); key == "" {
 			v.bad("value", "attribute: needs a key, as in attribute:http.response.body.size")
 		}
 		hasValue = true
@@ -278,18 +278,18 @@ func (v *aggregationCheck) value() (hasValue bool) {
 
 func (v *aggregationCheck) weightAndUnit() {
 	a, sg := v.a, v.sg
-	switch w := a.Weight; {
-	case w.check() != nil:
-		v.bad("weight", "%v", w.check())
+	switch w, err := a.Weight, a.Weight.check(); {
+	case err != nil:
+		v.bad("weight", "%v", err)
 	case w == "" || w == weightNoneName:
 	case sg.points:
 		v.bad("weight", "applies to spans and logs; a metric point counts as itself (a histogram as its count)")
 	case w == weightAdjustedCountName && !sg.adjustedCount:
 		v.bad("weight", "adjusted_count applies to spans only (%s carry no tracestate); use none or attribute:<key>", a.Signal)
 	}
-	switch {
-	case a.Unit.check() != nil:
-		v.bad("unit", "%v", a.Unit.check())
+	switch err := a.Unit.check(); {
+	case err != nil:
+		v.bad("unit", "%v", err)
 	case a.Unit != "" && !a.isDuration():
 		v.bad("unit", "applies to value: duration only")
 	}
