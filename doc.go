@@ -34,12 +34,13 @@
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //
-//	registryMu → shared.mu → checkpointer.mu → shared.gate (the ingest gate) → metricInputs.mu →
+//	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → shared.gate (the ingest gate) → metricInputs.mu →
 //	the remembered identities' shard locks (internal/dedup) → delivery.Emitter.sendMu →
 //	delivery.Emitter.mu → delivery's sink table → the engine's locks
 //
-// and, taken alone, the OTTL error log's and the OTTL parsers' locks. A collection takes the
-// emitter's lock, then releases it before it asks for a checkpoint, which takes the checkpointer's;
+// and, taken alone, the OTTL error log's and the OTTL parsers' locks. A collection, whole under
+// collectMu, takes the emitter's lock, then releases it before it asks for a checkpoint, which takes
+// the checkpointer's;
 // a checkpoint takes the engine's snapshot under the emitter's lock (Emitter.Checkpoint), with the
 // ingest gate held for writing, so that no batch is between changing a metric stream or remembering
 // an identity and staging its record.

@@ -89,6 +89,10 @@ type Emitter struct {
 
 	// sendMu is held by whoever delivers: one delivery at a time, taken before mu.
 	sendMu sync.Mutex
+	// collectMu makes a collection whole, its checkpoint included: a collection that comes meanwhile
+	// (the component's goroutine and a shutting-down output both collect) waits for it, rather than
+	// find nothing due while the other's results still wait for their checkpoint.
+	collectMu sync.Mutex
 	// inFlight is the request being sent (under mu): the bound drops others, not it.
 	inFlight    pmetric.Metrics
 	hasInFlight bool
@@ -179,6 +183,8 @@ func (em *Emitter) Wake() <-chan struct{} { return em.wake }
 // it came from marked fired: after a crash the restart sends those results again as they were, and never
 // fires their windows again with other values (a cumulative total never goes back).
 func (em *Emitter) Collect(ctx context.Context) {
+	em.collectMu.Lock()
+	defer em.collectMu.Unlock()
 	em.mu.Lock()
 	fired := 0
 	em.results.Collect(em.results.Now(), func(r *stream.Result) {
