@@ -40,7 +40,7 @@ func identityOf(b []byte) dedup.ID {
 // ids) is not looked up.
 func (run *ingestRun) claim(t int64) dedup.Claim {
 	b := run.b
-	id, ok := run.r.src.identity()
+	id, ok := run.identity()
 	if !ok {
 		return dedup.Passed
 	}
@@ -53,3 +53,56 @@ func (run *ingestRun) claim(t int64) dedup.Claim {
 	}
 	return c
 }
+
+// identity is the identity of the record being staged. Where the call's signal can read its records'
+// identities by their place (run.ahead), it reads those of the next records too, readAheadRecords at
+// a time, and has the slots of the next dedup.PrefetchAhead prefetched, so that their claims find them
+// in cache; each is read once. A call whose records are not claimed (not selected, or not on time)
+// reads no identity.
+func (run *ingestRun) identity() (dedup.ID, bool) {
+	if run.ahead == nil {
+		return run.r.src.identity()
+	}
+	tag := int(run.rec.Tag)
+	if tag >= run.readAhead { // not read ahead: records before it were not claimed
+		run.sc.ids = append(run.sc.ids[:0], identityAt(run.ahead, tag))
+		run.aheadFrom, run.readAhead, run.prefetched = tag, tag+1, tag+1
+	}
+	n := run.ahead.records()
+	if run.readAhead <= tag+dedup.PrefetchAhead && run.readAhead < n {
+		// The next records' identities, several at once: their records' reads overlap too.
+		to := min(n, run.readAhead+readAheadRecords)
+		for i := run.readAhead; i < to; i++ {
+			run.sc.ids = append(run.sc.ids, identityAt(run.ahead, i))
+		}
+		run.readAhead = to
+	}
+	if to := min(run.readAhead, tag+1+dedup.PrefetchAhead); to > run.prefetched {
+		run.ids.Prefetch(run.sc.ids[run.prefetched-run.aheadFrom : to-run.aheadFrom])
+		run.prefetched = to
+	}
+	id := run.sc.ids[tag-run.aheadFrom]
+	return id, id != noIdentity
+}
+
+// readAheadRecords is how many records' identities are read ahead at once.
+const readAheadRecords = 32
+
+// identitiesAhead reads the identities of a call's records by their place in the call (a record's
+// tag), ahead of staging them.
+type identitiesAhead interface {
+	records() int
+	identityAt(i int) (dedup.ID, bool)
+}
+
+// identityAt is the identity of record i, noIdentity for none.
+func identityAt(a identitiesAhead, i int) dedup.ID {
+	if id, ok := a.identityAt(i); ok {
+		return id
+	}
+	return noIdentity
+}
+
+// noIdentity stands, among identities read ahead, for a record without one. A record whose identity
+// hashes to it is not deduplicated: never taken for a copy.
+var noIdentity dedup.ID

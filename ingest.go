@@ -70,7 +70,9 @@ type scratch struct {
 	ottl        ottlErrors
 	sourceKey   []byte
 	traceStates traceStates
-	run         ingestRun
+	// ids holds the identities read ahead (ingestRun.ahead)
+	ids []dedup.ID
+	run ingestRun
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -83,6 +85,7 @@ func (sc *scratch) release() {
 	sc.state = sc.state[:0]
 	sc.judgedBy = sc.judgedBy[:0]
 	sc.faults = sc.faults[:0]
+	sc.ids = sc.ids[:0]
 	sc.ottl.reset()
 	sc.run = ingestRun{}
 	scratchPool.Put(sc)
@@ -435,6 +438,11 @@ type ingestRun struct {
 	ids       *dedup.Set
 	claimed   bool
 	claimedID dedup.ID
+	// ahead reads the identities of the call's records by tag (nil: the record being staged reads
+	// its own); sc.ids holds those read, of the records from aheadFrom to readAhead, whose slots
+	// are prefetched up to prefetched.
+	ahead                            identitiesAhead
+	aheadFrom, readAhead, prefetched int
 	// gated: the call holds the ingest gate (shared.gate) for reading, until its records are applied
 	gated bool
 }

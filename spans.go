@@ -47,6 +47,9 @@ type spanReader struct {
 	sp                                            ptrace.Span
 	readKind, readStatus, readIDs, readTraceState bool
 	tctx                                          transformContext[*ottlspan.TransformContext]
+	// spans are the call's spans in the order they are staged, for their identities to be read
+	// ahead (identitiesAhead), when they are deduplicated
+	spans []ptrace.Span
 }
 
 var spanReaders = sync.Pool{New: func() any {
@@ -67,6 +70,8 @@ func (rd *spanReader) release() {
 	rd.tctx.close()
 	rd.clear()
 	rd.rs, rd.ss, rd.sp = ptrace.ResourceSpans{}, ptrace.ScopeSpans{}, ptrace.Span{}
+	clear(rd.spans)
+	rd.spans = rd.spans[:0]
 	spanReaders.Put(rd)
 }
 
@@ -99,15 +104,32 @@ func (rd *spanReader) weightSeed() uint64 { return weightSeed(rd.sp.TraceID(), r
 
 // identity is the span's identity for dedup: its trace id, span id and kind (Zipkin's clients and
 // servers share a span id); none for a span without a valid trace id or span id.
-func (rd *spanReader) identity() (dedup.ID, bool) {
-	tid, sid := rd.sp.TraceID(), rd.sp.SpanID()
+func (rd *spanReader) identity() (dedup.ID, bool) { return spanIdentity(rd.sp) }
+
+// gatherSpans lists td's spans in the order they are staged: their handles only, the spans
+// themselves unread.
+func (rd *spanReader) gatherSpans(td ptrace.Traces) {
+	for _, rs := range td.ResourceSpans().All() {
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				rd.spans = append(rd.spans, sp)
+			}
+		}
+	}
+}
+
+func (rd *spanReader) records() int                      { return len(rd.spans) }
+func (rd *spanReader) identityAt(i int) (dedup.ID, bool) { return spanIdentity(rd.spans[i]) }
+
+func spanIdentity(sp ptrace.Span) (dedup.ID, bool) {
+	tid, sid := sp.TraceID(), sp.SpanID()
 	if tid.IsEmpty() || sid.IsEmpty() {
 		return dedup.ID{}, false
 	}
 	var b [28]byte
 	copy(b[:16], tid[:])
 	copy(b[16:24], sid[:])
-	binary.LittleEndian.PutUint32(b[24:], uint32(rd.sp.Kind()))
+	binary.LittleEndian.PutUint32(b[24:], uint32(sp.Kind()))
 	return identityOf(b[:]), true
 }
 
@@ -124,6 +146,10 @@ func ingestTraces(s *shared, ctx context.Context, td ptrace.Traces, action lateA
 	rd := getSpanReader(sa)
 	defer rd.release()
 	run := s.beginRun(ctx, inputSpans, &rd.record)
+	if run.ids != nil {
+		rd.gatherSpans(td)
+		run.ahead = rd
+	}
 	for _, rs := range td.ResourceSpans().All() {
 		run.setSource(rs.Resource().Attributes())
 		for _, ss := range rs.ScopeSpans().All() {

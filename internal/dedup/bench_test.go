@@ -68,3 +68,31 @@ func BenchmarkAppendTo(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(buf)), "checkpoint_bytes")
 }
+
+// BenchmarkClaimPrefetched is claims in a full set of a million identities, copies and new ones
+// at random (each new one past its maximum), each identity prefetched PrefetchAhead claims before
+// its own (as ingest does), against claims alone.
+func BenchmarkClaimPrefetched(b *testing.B) {
+	const n = 1_000_000
+	s := New(n, 1)
+	for i := range n {
+		s.Claim(idOf(uint64(i)), 1<<60, 0)
+	}
+	// pick is the i-th identity claimed: one of 2n at random, half of them in the set
+	pick := func(i int) ID {
+		x := uint64(i) * 0x9e3779b97f4a7c15
+		x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+		return idOf((x ^ x>>31) % (2 * n))
+	}
+	for _, ahead := range []bool{false, true} {
+		b.Run("prefetch="+strconv.FormatBool(ahead), func(b *testing.B) {
+			for i := range b.N {
+				if ahead {
+					next := [1]ID{pick(i + PrefetchAhead)}
+					s.Prefetch(next[:])
+				}
+				s.Claim(pick(i), 1<<60, 0)
+			}
+		})
+	}
+}

@@ -45,6 +45,10 @@ func TestClaimAgainstModel(t *testing.T) {
 				e, known := model[id]
 				was := known && e.expiry > w
 				before := s.Len()
+				if rng.IntN(4) == 0 { // a prefetch changes nothing
+					from := rng.IntN(len(pool))
+					s.Prefetch(pool[from:min(len(pool), from+PrefetchAhead)])
+				}
 				got := s.Claim(id, expiry, w)
 				switch {
 				case was && got != Duplicate:
@@ -126,8 +130,10 @@ func TestConcurrentClaimsOfOneIdentity(t *testing.T) {
 	for c := range claimers {
 		remembered[c] = make([]bool, ids)
 		wg.Go(func() {
+			id := func(i int) ID { return ID{uint64(i) * 0x9e3779b97f4a7c15, uint64(i)} }
 			for i := range ids {
-				remembered[c][i] = s.Claim(ID{uint64(i) * 0x9e3779b97f4a7c15, uint64(i)}, 100, 0) == Remembered
+				s.Prefetch([]ID{id(i + PrefetchAhead)}) // beside claims that grow the tables
+				remembered[c][i] = s.Claim(id(i), 100, 0) == Remembered
 			}
 		})
 	}
