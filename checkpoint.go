@@ -49,6 +49,8 @@ type checkpointer struct {
 	// gate is the ingest gate (shared.gate); dedup the remembered identities, or nil
 	gate  *sync.RWMutex
 	dedup *dedup.Set
+	// health hears whether checkpoints succeed
+	health *health
 
 	mu     sync.Mutex
 	client storage.Client
@@ -112,6 +114,7 @@ func (c *checkpointer) open(ctx context.Context) (ok bool) {
 }
 
 func (c *checkpointer) openFailed(ctx context.Context, err error) {
+	c.health.set(checkpointConcern, fmt.Errorf("cannot open the storage for window state checkpoints: %w", err))
 	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("open_failed"))
 	c.logger.Error("Cannot open the storage for window state checkpoints; running without durable state, trying again at each checkpoint",
 		zap.String("storage", c.cfg.Storage.String()), zap.Error(err))
@@ -345,11 +348,13 @@ func (c *checkpointer) Save(ctx context.Context) {
 	if err := c.client.Set(ctx, checkpointKey, data); err != nil {
 		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
 		c.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
+		c.health.set(checkpointConcern, fmt.Errorf("cannot save the window state checkpoint: %w", err))
 		c.failing.Store(true)
 		em.WakeDelivery()
 		return
 	}
 	c.failing.Store(false)
+	c.health.set(checkpointConcern, nil)
 	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
 	em.Checkpointed(seq)
 }

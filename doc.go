@@ -36,9 +36,10 @@
 //
 //	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → shared.gate (the ingest gate) → metricInputs.mu →
 //	the remembered identities' shard locks (internal/dedup) → delivery.Emitter.sendMu →
-//	delivery.Emitter.mu → delivery's sink table → the engine's locks
+//	delivery.Emitter.mu → delivery's sink table → the engine's locks → health.mu
 //
-// and, taken alone, the OTTL error log's and the OTTL parsers' locks. A collection, whole under
+// and, taken alone, the OTTL error log's and the OTTL parsers' locks. health.mu is held while the
+// component's status is reported to the collector, which calls nothing of the component. A collection, whole under
 // collectMu, takes the emitter's lock, then releases it before it asks for a checkpoint, which takes
 // the checkpointer's;
 // a checkpoint takes the engine's snapshot under the emitter's lock (Emitter.Checkpoint), with the

@@ -52,6 +52,8 @@ type shared struct {
 	// without the increase measured from it, or an identity without its record, or the reverse.
 	gate  sync.RWMutex
 	gated [numInputs]bool
+	// health is what the component reports through the collector's component status
+	health health
 
 	// OTTL errors not yet logged, and when they last were (see reportOTTL)
 	ottlLogMu    sync.Mutex
@@ -172,6 +174,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		described, s.engine, s.tel.TelemetryBuilder, s.logger)
 	// The collector's, until a restored checkpoint says another (see checkpointer.decode).
 	s.emitter.SetInstance(instanceID(set.Resource))
+	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
 	if err := s.observe(); err != nil {
 		return nil, err
 	}
@@ -180,7 +183,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 			s.gated[input] = input == inputMetrics || s.dedupOf[input] != nil
 		}
 		s.storage = &checkpointer{id: id, cfg: cfg, logger: s.logger, tel: s.tel, engine: s.engine, inputs: s.inputs, emitter: s.emitter,
-			gate: &s.gate, dedup: s.dedup}
+			gate: &s.gate, dedup: s.dedup, health: &s.health}
 		s.emitter.SetDurability(s.storage)
 	}
 	return s, nil
@@ -253,6 +256,7 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	if !s.emitter.HasSinks() {
 		return fmt.Errorf("%s: no metrics pipeline takes its results: add it to a metrics pipeline (as a connector: as a receiver of one; as a processor: to one's processors)", s.id)
 	}
+	s.health.watch(host)
 	s.mu.Lock()
 	if s.started {
 		s.mu.Unlock()
@@ -349,6 +353,7 @@ func (s *shared) inputEnded(input int) bool {
 // then delivers what has fired before it returns. With storage nothing fires early: open windows are
 // checkpointed by the last instance.
 func (s *shared) shutdownInstance(ctx context.Context, feed int, connector bool, sink *delivery.Sink) error {
+	s.health.stop() // the collector reports the instances' status from here on
 	if feed >= 0 {
 		s.endFeed(feed, connector)
 	}

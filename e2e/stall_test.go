@@ -8,8 +8,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -116,9 +118,15 @@ func stallKey(service, name string, windowStart int64) string {
 }
 
 // stallConfig: one aggregation of count, sum and max by service and span name in 1 s windows, delta
-// points, and an OTLP exporter with the exporter's defaults but for the sending queue (off).
-func stallConfig(recv, telPort int, backend string, maxPending int) string {
+// points, and an OTLP exporter with the exporter's defaults but for the sending queue (off); the
+// health_check v2 extension serves the components' status on healthPort.
+func stallConfig(recv, telPort, healthPort int, backend string, maxPending int) string {
 	return otlpReceiver(recv) + fmt.Sprintf(`
+extensions:
+  healthcheckv2:
+    use_v2: true
+    component_health: {include_recoverable_errors: true, recovery_duration: 5s}
+    http: {endpoint: 127.0.0.1:%d, status: {enabled: true, path: /status}}
 connectors:
   window_aggregator:
     window: {size: 1s}
@@ -133,10 +141,50 @@ exporters:
     tls: {insecure: true}
     sending_queue: {enabled: false}
 service:%s
+  extensions: [healthcheckv2]
   pipelines:
     traces: {receivers: [otlp], exporters: [window_aggregator]}
     metrics: {receivers: [window_aggregator], exporters: [otlp_grpc]}
-`, maxPending, backend, telemetryConfig(telPort))
+`, healthPort, maxPending, backend, telemetryConfig(telPort))
+}
+
+// aggregatorStatuses returns the status that the health_check v2 extension on port shows for each
+// window_aggregator instance ("pipeline:traces/connector:window_aggregator", ...).
+func aggregatorStatuses(t *testing.T, port int) map[string]string {
+	t.Helper()
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/status?verbose", port))
+	if err != nil {
+		t.Logf("health check: %v", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	type node struct {
+		Status     string           `json:"status"`
+		Components map[string]*node `json:"components"`
+	}
+	var root node
+	if err := json.NewDecoder(resp.Body).Decode(&root); err != nil {
+		t.Fatalf("health check: %v", err)
+	}
+	found := map[string]string{}
+	for pipeline, p := range root.Components {
+		for name, c := range p.Components {
+			if strings.Contains(name, "window_aggregator") {
+				found[pipeline+"/"+name] = c.Status
+			}
+		}
+	}
+	return found
+}
+
+// allStatus reports whether every status in statuses, and at least one, is want.
+func allStatus(statuses map[string]string, want string) bool {
+	for _, st := range statuses {
+		if st != want {
+			return false
+		}
+	}
+	return len(statuses) > 0
 }
 
 // rss is the resident set size of process pid, in bytes, or 0 if it cannot be read.
@@ -219,8 +267,8 @@ func TestStalledBackendNeitherBlocksNorGrows(t *testing.T) {
 		pointBytes = 345
 	)
 	backend := startStallBackend(t)
-	recv, telPort := freePort(t), freePort(t)
-	col, c := runCollector(t, recv, stallConfig(recv, telPort, backend.addr, maxPending))
+	recv, telPort, healthPort := freePort(t), freePort(t), freePort(t)
+	col, c := runCollector(t, recv, stallConfig(recv, telPort, healthPort, backend.addr, maxPending))
 	pid := col.cmd.Process.Pid
 	idle := rss(pid)
 	if idle == 0 {
@@ -253,9 +301,19 @@ func TestStalledBackendNeitherBlocksNorGrows(t *testing.T) {
 	}()
 
 	time.Sleep(8 * time.Second) // steady state with the backend up
+	if st := aggregatorStatuses(t, healthPort); !allStatus(st, "StatusOK") {
+		t.Errorf("health check before the outage: %v, want every window_aggregator instance StatusOK", st)
+	}
 	backend.down.Store(true)
 	phase.Store(1)
-	time.Sleep(outage)
+	outageEnds := time.Now().Add(outage)
+	// Once results drop for want of room, the component reports a recoverable error.
+	var during map[string]string
+	unhealthy := within(outage, func() bool {
+		during = aggregatorStatuses(t, healthPort)
+		return allStatus(during, "StatusRecoverableError")
+	})
+	time.Sleep(time.Until(outageEnds))
 	backend.down.Store(false)
 	recovered := time.Now()
 	backend.mu.Lock()
@@ -272,6 +330,13 @@ func TestStalledBackendNeitherBlocksNorGrows(t *testing.T) {
 	})
 	if !recovering {
 		t.Fatal("timed out after 60 s waiting for the backlog to be delivered after recovery")
+	}
+	if !unhealthy {
+		t.Errorf("health check during the outage: %v, want every window_aggregator instance StatusRecoverableError", during)
+	}
+	var healed map[string]string
+	if !within(30*time.Second, func() bool { healed = aggregatorStatuses(t, healthPort); return allStatus(healed, "StatusOK") }) {
+		t.Errorf("health check after recovery: %v, want every window_aggregator instance StatusOK again", healed)
 	}
 	time.Sleep(3 * time.Second) // traffic on a recovered backend
 	close(stop)

@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,10 @@ type Emitter struct {
 	queued       atomic.Int64 // queuedPoints, for the telemetry callback, which must not wait for mu
 	// warnedNoOutput: results were dropped because every metrics output had stopped, and logged once
 	warnedNoOutput bool
+	// dropped is why results were last dropped for want of room, not yet reported to health (under
+	// mu); health hears of every delivery's outcome (see SetHealth).
+	dropped error
+	health  func(error)
 
 	// sendMu is held by whoever delivers: one delivery at a time, taken before mu.
 	sendMu sync.Mutex
@@ -123,6 +128,26 @@ func New(cfg Config, aggs []*Aggregation, results Results, tel *metadata.Telemet
 		em.byAgg = append(em.byAgg, []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", a.Name)))})
 	}
 	return em
+}
+
+// SetHealth makes health hear, outside mu, how deliveries go: an error when results are dropped
+// for want of room (the metrics consumers take them too slowly, or not at all), or a request is not
+// delivered (a retryable error) or rejected for good; nil when a request is delivered, with none of
+// those in the same pass. Before the component runs.
+func (em *Emitter) SetHealth(health func(error)) { em.health = health }
+
+// reportHealth tells health err, if it listens.
+func (em *Emitter) reportHealth(err error) {
+	if em.health != nil {
+		em.health(err)
+	}
+}
+
+// takeDropped returns why results were dropped since it was last asked, if they were (under mu).
+func (em *Emitter) takeDropped() error {
+	err := em.dropped
+	em.dropped = nil
+	return err
 }
 
 // SetDurability makes d the checkpoint the emitter's results wait for: before the component runs.
@@ -192,7 +217,11 @@ func (em *Emitter) Collect(ctx context.Context) {
 		em.add(r)
 	})
 	em.queueBuilt(ctx)
+	dropped := em.takeDropped()
 	em.mu.Unlock()
+	if dropped != nil {
+		em.reportHealth(dropped)
+	}
 	if fired > 0 && em.durability != nil {
 		em.durability.Save(ctx)
 	}
@@ -280,18 +309,33 @@ func (em *Emitter) queueBatch(ctx context.Context, input int, md pmetric.Metrics
 func (em *Emitter) Send(ctx context.Context, force bool) {
 	em.sendMu.Lock()
 	defer em.sendMu.Unlock()
+	delivered, err := em.send(ctx, force)
+	switch {
+	case err != nil:
+		em.reportHealth(err)
+	case delivered:
+		em.reportHealth(nil)
+	}
+}
+
+// send is Send's pass (under sendMu): whether a request was delivered, and the error of the last
+// that was not, or of results dropped meanwhile for want of room.
+func (em *Emitter) send(ctx context.Context, force bool) (delivered bool, failure error) {
 	now := time.Now()
 	var failed []*Sink // failed in this pass: their later requests wait
 	for skip := 0; ; {
 		em.mu.Lock()
+		if dropped := em.takeDropped(); dropped != nil {
+			failure = dropped
+		}
 		if skip >= len(em.queue) {
 			em.mu.Unlock()
-			return
+			return delivered, failure
 		}
 		p := em.queue[skip]
 		if em.held(p) {
 			em.mu.Unlock()
-			return // this and what follows wait for the next checkpoint
+			return delivered, failure // this and what follows wait for the next checkpoint
 		}
 		if p.to.stopped {
 			if em.durability != nil {
@@ -317,12 +361,15 @@ func (em *Emitter) Send(ctx context.Context, force bool) {
 		case err == nil:
 			em.removeBatch(p)
 			p.to.backoff, p.to.retryAt = 0, time.Time{}
+			delivered = true
 		case consumererror.IsPermanent(err):
 			em.removeBatch(p)
 			em.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reason("permanent"))
 			em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reason("permanent_error"))
 			em.logger.Error("Dropping window results: the metrics consumer rejected them permanently", zap.Int("data_points", p.points), zap.Error(err))
+			failure = fmt.Errorf("dropped %d window result data points: the metrics consumer rejected them permanently: %w", p.points, err)
 		default:
+			failure = fmt.Errorf("window results not delivered, kept and retried after a backoff: %w", err)
 			em.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reason("retryable"))
 			p.to.backoff = min(max(2*p.to.backoff, em.cfg.Interval), maxBackoff)
 			p.to.retryAt = time.Now().Add(p.to.backoff)
@@ -373,6 +420,7 @@ func (em *Emitter) enqueue(ctx context.Context, to *Sink, md pmetric.Metrics, po
 		if dropped > 0 {
 			em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(dropped), reason("queue_full"))
 			em.logger.Warn("Dropping the oldest window results kept for delivery: emit.max_pending_points reached", zap.Int("data_points", dropped))
+			em.dropped = fmt.Errorf("dropped %d window result data points: emit.max_pending_points reached, the metrics consumers do not take them as fast as they fire", dropped)
 		}
 		em.queue = append(em.queue, pendingBatch{to: to, md: part.md, points: n, seq: em.nextSeq})
 		em.nextSeq++

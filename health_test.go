@@ -1,0 +1,131 @@
+package windowaggregator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+)
+
+// statusHost is a host that takes the component's status reports, as the collector's does, and
+// hands them over one by one.
+type statusHost struct {
+	component.Host
+	events chan *componentstatus.Event
+}
+
+func newStatusHost(h component.Host) *statusHost {
+	return &statusHost{Host: h, events: make(chan *componentstatus.Event, 100)}
+}
+
+func (h *statusHost) Report(ev *componentstatus.Event) { h.events <- ev }
+
+// next returns the next status reported, or fails the test after a while without one.
+func (h *statusHost) next(t *testing.T) *componentstatus.Event {
+	t.Helper()
+	select {
+	case ev := <-h.events:
+		return ev
+	case <-time.After(30 * time.Second):
+		t.Fatal("no status reported")
+		return nil
+	}
+}
+
+// none checks that nothing more was reported.
+func (h *statusHost) none(t *testing.T) {
+	t.Helper()
+	select {
+	case ev := <-h.events:
+		t.Fatalf("status %v reported (%v), want none", ev.Status(), ev.Err())
+	default:
+	}
+}
+
+func wantStatus(t *testing.T, ev *componentstatus.Event, want componentstatus.Status, errHas string) {
+	t.Helper()
+	if ev.Status() != want {
+		t.Fatalf("status %v (%v), want %v", ev.Status(), ev.Err(), want)
+	}
+	if errHas != "" && (ev.Err() == nil || !strings.Contains(ev.Err().Error(), errHas)) {
+		t.Fatalf("status %v with error %v, want one that says %q", ev.Status(), ev.Err(), errHas)
+	}
+}
+
+// A metrics consumer that hangs until results are dropped for want of room makes the component
+// report a recoverable error that says so; once the consumer takes results again, OK. Each window
+// of the one series fires 7 points, and emit.max_pending_points keeps two windows' worth, the one
+// being sent included: the first window's request hangs, the second waits, and the third window's
+// points drop the second's.
+func TestHealthFollowsDelivery(t *testing.T) {
+	useFakeClock(t)
+	cfg := latencyConfig()
+	cfg.Emit.MaxPendingPoints, cfg.Emit.MaxPointsPerSend = 14, 7
+	hang := newHangingMetrics()
+	host := newStatusHost(componenttest.NewNopHost())
+	set := connectortest.NewNopSettings(Type)
+	c, err := NewConnectorFactory().CreateTracesToMetrics(testContext(t), set, cfg, hang)
+	must(t, err)
+	must(t, c.Start(context.Background(), host))
+	send := func(window int) { // closes the window before it
+		must(t, c.ConsumeTraces(context.Background(), traces(spanSpec{service: "a", name: "/x", end: float64(10*window + 1), ms: 1})))
+	}
+	send(0)
+	send(1)
+	<-hang.entered // [0,10)'s request is in, and hangs
+	em := lookup(t).emitter
+	send(2)
+	em.Collect(context.Background()) // what the component's goroutine does on its own
+	host.none(t)                     // [10,20) waits beside the request that hangs
+	send(3)
+	em.Collect(context.Background())
+	wantStatus(t, host.next(t), componentstatus.StatusRecoverableError, "emit.max_pending_points")
+	close(hang.release)
+	wantStatus(t, host.next(t), componentstatus.StatusOK, "")
+	must(t, c.Shutdown(context.Background()))
+	host.none(t) // shutting down, the collector reports the status
+}
+
+// A checkpoint that cannot be saved makes the component report a recoverable error naming the
+// storage's error; the next save that succeeds, OK. A save fails again after a success: reported
+// again.
+func TestHealthFollowsCheckpoints(t *testing.T) {
+	useFakeClock(t)
+	st := &memStorage{data: map[string][]byte{}}
+	cfg := latencyConfig()
+	cfg.Storage = &storageID
+	cfg.Checkpoint.Interval = 0
+	host := newStatusHost(hostWith{storageID: st})
+	h := newHarnessOn(t, cfg, false, new(consumertest.MetricsSink), host)
+	failSaves := func(err error) {
+		st.mu.Lock()
+		st.failSet = err
+		st.mu.Unlock()
+	}
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 1, ms: 1}))
+	host.none(t)
+	failSaves(errors.New("disk full"))
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 16, ms: 1})) // [0,10) fires: a save
+	// Every instance's host hears it: the traces->metrics and logs->metrics instances share the host.
+	for range 2 {
+		wantStatus(t, host.next(t), componentstatus.StatusRecoverableError, "disk full")
+	}
+	failSaves(nil)
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 26, ms: 1})) // [10,20) fires, saved
+	for range 2 {
+		wantStatus(t, host.next(t), componentstatus.StatusOK, "")
+	}
+	host.none(t)
+	failSaves(errors.New("disk full"))
+	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 36, ms: 1}))
+	for range 2 {
+		wantStatus(t, host.next(t), componentstatus.StatusRecoverableError, "cannot save the window state checkpoint: disk full")
+	}
+}
