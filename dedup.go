@@ -77,8 +77,8 @@ func (run *ingestRun) identity() (dedup.ID, bool) {
 		}
 		run.readAhead = to
 	}
-	if to := min(run.readAhead, tag+1+dedup.PrefetchAhead); to > run.prefetched {
-		run.ids.Prefetch(run.sc.ids[run.prefetched-run.aheadFrom : to-run.aheadFrom])
+	if from, to := max(run.prefetched, tag+1), min(run.readAhead, tag+1+dedup.PrefetchAhead); to > from {
+		run.ids.Prefetch(run.sc.ids[from-run.aheadFrom : to-run.aheadFrom]) // not those passed
 		run.prefetched = to
 	}
 	id := run.sc.ids[tag-run.aheadFrom]

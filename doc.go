@@ -36,7 +36,7 @@
 //
 //	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → shared.gate (the ingest gate) → metricInputs.mu →
 //	the remembered identities' shard locks (internal/dedup) → delivery.Emitter.sendMu →
-//	delivery.Emitter.mu → delivery's sink table → the engine's locks → health.mu
+//	delivery.Emitter.healthMu → delivery.Emitter.mu → delivery's sink table → the engine's locks → health.mu
 //
 // and, taken alone, the OTTL error log's and the OTTL parsers' locks. health.mu is held while the
 // component's status is reported to the collector, which calls nothing of the component. A collection, whole under

@@ -33,11 +33,14 @@ type health struct {
 	failed bool // the last report was an error
 }
 
-// watch adds the host of an instance that started.
+// watch adds the host of an instance that started, and tells it of what fails already.
 func (h *health) watch(host component.Host) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.hosts = append(h.hosts, host)
+	if err := errors.Join(h.errs[:]...); err != nil {
+		componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+	}
 }
 
 // stop ends the reports: the instances are shutting down, and the collector reports their status.
@@ -48,20 +51,23 @@ func (h *health) stop() {
 }
 
 // set records c's outcome, err (nil: it went well), and reports the component's health: a
-// recoverable error, naming each concern that fails, at every failure (what the collector reports when
-// an instance starts does not hide a failure that comes again), and OK when the last of them recovers.
+// recoverable error naming each concern that fails, at every failure (what the collector reports
+// when an instance starts does not hide a failure that comes again) and when one of two recovers,
+// and OK when the last recovers.
 func (h *health) set(c concern, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	recovered := err == nil && h.errs[c] != nil
 	h.errs[c] = err
+	all := errors.Join(h.errs[:]...)
 	ev := componentstatus.NewEvent(componentstatus.StatusOK)
-	switch all := errors.Join(h.errs[:]...); {
-	case err != nil:
+	switch {
+	case err != nil || (recovered && all != nil):
 		ev = componentstatus.NewRecoverableErrorEvent(all)
 	case all != nil || !h.failed:
 		return // another concern still fails, or nothing had
 	}
-	h.failed = err != nil
+	h.failed = all != nil
 	for _, host := range h.hosts {
 		componentstatus.ReportStatus(host, ev)
 	}

@@ -3,6 +3,7 @@ package windowaggregator
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,9 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/processor/processortest"
 )
 
 // statusHost is a host that takes the component's status reports, as the collector's does, and
@@ -128,4 +131,95 @@ func TestHealthFollowsCheckpoints(t *testing.T) {
 	for range 2 {
 		wantStatus(t, host.next(t), componentstatus.StatusRecoverableError, "cannot save the window state checkpoint: disk full")
 	}
+}
+
+// drain returns the statuses reported so far.
+func (h *statusHost) drain() []componentstatus.Status {
+	var got []componentstatus.Status
+	for {
+		select {
+		case ev := <-h.events:
+			got = append(got, ev.Status())
+		default:
+			return got
+		}
+	}
+}
+
+// Two metrics pipelines take the processor's results; one consumer fails. While it does, the other's
+// deliveries do not report OK: the failing one's results wait out its backoff. Once it takes them
+// again, OK.
+func TestHealthWaitsForEveryOutput(t *testing.T) {
+	useFakeClock(t)
+	cfg := latencyConfig()
+	failing := &flakyMetrics{err: errors.New("backend down")}
+	working := new(consumertest.MetricsSink)
+	host := newStatusHost(componenttest.NewNopHost())
+	ctx := testContext(t)
+	set := processortest.NewNopSettings(Type)
+	var comps []component.Component
+	for _, next := range []consumer.Metrics{failing, working} {
+		m, err := NewFactory().CreateMetrics(ctx, set, cfg, next)
+		must(t, err)
+		comps = append(comps, m)
+	}
+	p, err := NewFactory().CreateTraces(ctx, set, cfg, consumertest.NewNop())
+	must(t, err)
+	comps = append(comps, p)
+	for _, c := range comps {
+		must(t, c.Start(ctx, host))
+	}
+	st := lookup(t)
+	for w := range 4 { // each batch closes the window before it
+		must(t, p.ConsumeTraces(ctx, traces(spanSpec{service: "a", name: "/x", end: float64(10*w + 1), ms: 1})))
+		st.emit(ctx, false)
+	}
+	if len(working.AllMetrics()) == 0 {
+		t.Fatal("the working consumer got nothing")
+	}
+	got := host.drain()
+	if !slices.Contains(got, componentstatus.StatusRecoverableError) || slices.Contains(got, componentstatus.StatusOK) {
+		t.Fatalf("statuses while one consumer fails: %v, want recoverable errors and no OK", got)
+	}
+	failing.setErr(nil)
+	st.emit(ctx, true)
+	for ev := host.next(t); ev.Status() != componentstatus.StatusOK; ev = host.next(t) {
+		wantStatus(t, ev, componentstatus.StatusRecoverableError, "backend down")
+	}
+	for _, c := range comps {
+		must(t, c.Shutdown(ctx))
+	}
+}
+
+// The health of two concerns: each failure reported with every concern still failing named; when
+// one of two recovers, the other alone; OK when both have; a host that starts while one fails hears
+// of it at once.
+func TestHealthOfTwoConcerns(t *testing.T) {
+	var h health
+	first := newStatusHost(componenttest.NewNopHost())
+	h.watch(first)
+	h.set(deliveryConcern, nil)
+	first.none(t) // nothing had failed
+	h.set(deliveryConcern, errors.New("backend down"))
+	wantStatus(t, first.next(t), componentstatus.StatusRecoverableError, "backend down")
+	h.set(checkpointConcern, errors.New("disk full"))
+	ev := first.next(t)
+	wantStatus(t, ev, componentstatus.StatusRecoverableError, "backend down")
+	wantStatus(t, ev, componentstatus.StatusRecoverableError, "disk full")
+	late := newStatusHost(componenttest.NewNopHost())
+	h.watch(late)
+	wantStatus(t, late.next(t), componentstatus.StatusRecoverableError, "disk full")
+	h.set(deliveryConcern, nil)
+	for _, host := range []*statusHost{first, late} {
+		ev := host.next(t)
+		wantStatus(t, ev, componentstatus.StatusRecoverableError, "disk full")
+		if strings.Contains(ev.Err().Error(), "backend down") {
+			t.Fatalf("%v still names the concern that recovered", ev.Err())
+		}
+	}
+	h.set(checkpointConcern, nil)
+	wantStatus(t, first.next(t), componentstatus.StatusOK, "")
+	wantStatus(t, late.next(t), componentstatus.StatusOK, "")
+	h.set(checkpointConcern, nil)
+	first.none(t)
 }

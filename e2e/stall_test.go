@@ -152,7 +152,8 @@ service:%s
 // window_aggregator instance ("pipeline:traces/connector:window_aggregator", ...).
 func aggregatorStatuses(t *testing.T, port int) map[string]string {
 	t.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/status?verbose", port))
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/status?verbose", port))
 	if err != nil {
 		t.Logf("health check: %v", err)
 		return nil

@@ -87,10 +87,13 @@ type Emitter struct {
 	queued       atomic.Int64 // queuedPoints, for the telemetry callback, which must not wait for mu
 	// warnedNoOutput: results were dropped because every metrics output had stopped, and logged once
 	warnedNoOutput bool
-	// dropped is why results were last dropped for want of room, not yet reported to health (under
-	// mu); health hears of every delivery's outcome (see SetHealth).
-	dropped error
-	health  func(error)
+	// dropped is why results were last dropped for want of room, not yet reported to health, and
+	// behind whether results were dropped since the queue was last empty (under mu); health hears
+	// how deliveries go (see SetHealth), one report at a time under healthMu.
+	dropped  error
+	behind   bool
+	health   func(error)
+	healthMu sync.Mutex
 
 	// sendMu is held by whoever delivers: one delivery at a time, taken before mu.
 	sendMu sync.Mutex
@@ -132,8 +135,9 @@ func New(cfg Config, aggs []*Aggregation, results Results, tel *metadata.Telemet
 
 // SetHealth makes health hear, outside mu, how deliveries go: an error when results are dropped
 // for want of room (the metrics consumers take them too slowly, or not at all), or a request is not
-// delivered (a retryable error) or rejected for good; nil when a request is delivered, with none of
-// those in the same pass. Before the component runs.
+// delivered (a retryable error) or rejected for good; nil when a pass delivers a request with none
+// of those, no sink waiting out a backoff, and the queue empty since the last drop. Before the
+// component runs.
 func (em *Emitter) SetHealth(health func(error)) { em.health = health }
 
 // reportHealth tells health err, if it listens.
@@ -217,11 +221,8 @@ func (em *Emitter) Collect(ctx context.Context) {
 		em.add(r)
 	})
 	em.queueBuilt(ctx)
-	dropped := em.takeDropped()
 	em.mu.Unlock()
-	if dropped != nil {
-		em.reportHealth(dropped)
-	}
+	em.reportDrops()
 	if fired > 0 && em.durability != nil {
 		em.durability.Save(ctx)
 	}
@@ -310,24 +311,54 @@ func (em *Emitter) Send(ctx context.Context, force bool) {
 	em.sendMu.Lock()
 	defer em.sendMu.Unlock()
 	delivered, err := em.send(ctx, force)
+	em.healthMu.Lock()
+	defer em.healthMu.Unlock()
+	em.mu.Lock()
+	if dropped := em.takeDropped(); dropped != nil {
+		err = dropped
+	}
+	if len(em.queue) == 0 {
+		em.behind = false
+	}
+	healthy := !em.behind && !em.backingOff()
+	em.mu.Unlock()
 	switch {
 	case err != nil:
 		em.reportHealth(err)
-	case delivered:
+	case delivered && healthy:
 		em.reportHealth(nil)
 	}
 }
 
+// reportDrops reports results dropped for want of room since the last report, if any.
+func (em *Emitter) reportDrops() {
+	em.healthMu.Lock()
+	defer em.healthMu.Unlock()
+	em.mu.Lock()
+	dropped := em.takeDropped()
+	em.mu.Unlock()
+	if dropped != nil {
+		em.reportHealth(dropped)
+	}
+}
+
+// backingOff reports whether a queued request's sink waits out a backoff after a failure (under mu).
+func (em *Emitter) backingOff() bool {
+	for _, p := range em.queue {
+		if p.to.backoff > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // send is Send's pass (under sendMu): whether a request was delivered, and the error of the last
-// that was not, or of results dropped meanwhile for want of room.
+// that was not.
 func (em *Emitter) send(ctx context.Context, force bool) (delivered bool, failure error) {
 	now := time.Now()
 	var failed []*Sink // failed in this pass: their later requests wait
 	for skip := 0; ; {
 		em.mu.Lock()
-		if dropped := em.takeDropped(); dropped != nil {
-			failure = dropped
-		}
 		if skip >= len(em.queue) {
 			em.mu.Unlock()
 			return delivered, failure
@@ -420,6 +451,7 @@ func (em *Emitter) enqueue(ctx context.Context, to *Sink, md pmetric.Metrics, po
 		if dropped > 0 {
 			em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(dropped), reason("queue_full"))
 			em.logger.Warn("Dropping the oldest window results kept for delivery: emit.max_pending_points reached", zap.Int("data_points", dropped))
+			em.behind = true
 			em.dropped = fmt.Errorf("dropped %d window result data points: emit.max_pending_points reached, the metrics consumers do not take them as fast as they fire", dropped)
 		}
 		em.queue = append(em.queue, pendingBatch{to: to, md: part.md, points: n, seq: em.nextSeq})
