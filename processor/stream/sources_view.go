@@ -1,0 +1,83 @@
+package stream
+
+import (
+	"cmp"
+	"slices"
+)
+
+// SourceView is one source of a watermark with per-source tracking, as an operator reads it.
+type SourceView struct {
+	// Key is the source's key, as SetSource was given it; empty for the shared source, which holds
+	// the sources past max_sources.
+	Key    []byte
+	Shared bool
+	// Watermark is the source's own: its greatest accepted event time, clamped to the wall clock,
+	// less max_out_of_orderness; HasWatermark is false while none of its records was accepted.
+	Watermark    int64
+	HasWatermark bool
+	// LastHeard is the wall time of its last batch with an accepted record, or of its first.
+	LastHeard int64
+	// Idle: not heard from within source_idle_timeout; it holds W back no longer.
+	Idle bool
+	// HoldsBack: the source whose time W follows (the least of the sources' own watermarks).
+	HoldsBack bool
+}
+
+// Sources returns, at the clock's now, at most limit of the watermark's sources (none without
+// per-source tracking): the one that holds W back first, then the others by their own watermark,
+// least first, the idle ones last. total is how many are held. It copies the figures under the
+// watermark's lock (a batch's End takes it to observe its sources) and sorts them after.
+func (e *Engine) Sources(limit int) (views []SourceView, total int) {
+	w := e.wm
+	if !w.perSource {
+		return nil, 0
+	}
+	now := e.clock.Now()
+	t := &w.sources
+	w.mu.Lock()
+	t.lookupMu.RLock()
+	holder, holderMax := -1, int64(0)
+	for i := range t.slots {
+		sl := &t.slots[i]
+		if !sl.inUse || (i == 0 && !sl.hasEvent) {
+			continue
+		}
+		v := SourceView{Key: []byte(sl.key), Shared: i == 0, LastHeard: sl.lastHeard, Idle: now-sl.lastHeard >= w.sourceIdle}
+		if sl.hasEvent {
+			v.Watermark, v.HasWatermark = min(sl.maxEvent, now)-w.outOfOrder, true
+			if !v.Idle && (holder < 0 || sl.maxEvent < holderMax) {
+				holder, holderMax = len(views), sl.maxEvent
+			}
+		}
+		views = append(views, v)
+	}
+	t.lookupMu.RUnlock()
+	w.mu.Unlock()
+	if holder >= 0 {
+		views[holder].HoldsBack = true
+	}
+	slices.SortStableFunc(views, func(a, b SourceView) int {
+		switch {
+		case a.HoldsBack != b.HoldsBack:
+			return boolFirst(a.HoldsBack)
+		case a.Idle != b.Idle:
+			return -boolFirst(a.Idle)
+		case a.HasWatermark != b.HasWatermark:
+			return boolFirst(a.HasWatermark) // without a record accepted: after those with one
+		}
+		return cmp.Compare(a.Watermark, b.Watermark)
+	})
+	total = len(views)
+	if len(views) > limit {
+		views = views[:max(limit, 0)]
+	}
+	return views, total
+}
+
+// boolFirst orders a true before a false.
+func boolFirst(b bool) int {
+	if b {
+		return -1
+	}
+	return 1
+}
