@@ -1,0 +1,43 @@
+package stream
+
+import (
+	"testing"
+	"time"
+)
+
+// The windows an operator reads, worked out by hand. Tumbling 10 s windows, 10 s allowed lateness,
+// the clock at 1030 s. Records at 1001 (key a), 1012 (b), 1025 (c) and 1027 (a): W = 1027.
+// [1000,1010) expired at W 1020; [1010,1020) fired, takes late records until W 1030; [1020,1030)
+// fires at W 1030. Sliding 10 s windows every 5 s, one record at 1012, W 1012: the pane [1010,1015)
+// is in [1005,1015) and [1010,1020), neither fired.
+func TestOpenWindowsAsAnOperatorReadsThem(t *testing.T) {
+	cfg := tumbling10s()
+	cfg.AllowedLateness = 10 * time.Second
+	h := newHarness(t, cfg)
+	h.at(1030)
+	h.batch(rec{"a", 1001, 1}, rec{"b", 1012, 1}, rec{"c", 1025, 1}, rec{"a", 1027, 1})
+	h.wantW(1027, "the greatest record")
+	s := func(x float64) int64 { return int64(x * float64(sec)) }
+	got, total := h.e.OpenWindows(0, 10)
+	want := []WindowView{{s(1010), s(1020), true}, {s(1020), s(1030), false}}
+	if total != 2 || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("OpenWindows = %+v of %d, want %+v", got, total, want)
+	}
+	if got, total := h.e.OpenWindows(0, 1); total != 2 || len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("OpenWindows limited to 1 = %+v of %d, want the first of 2", got, total)
+	}
+	if got, total := h.e.OpenWindows(1, 10); got != nil || total != 0 {
+		t.Fatalf("OpenWindows of an aggregation that does not exist = %+v, %d", got, total)
+	}
+
+	cfg = tumbling10s()
+	cfg.Slide = 5 * time.Second
+	h = newHarness(t, cfg)
+	h.at(1030)
+	h.batch(rec{"a", 1012, 1})
+	got, total = h.e.OpenWindows(0, 10)
+	want = []WindowView{{s(1005), s(1015), false}, {s(1010), s(1020), false}}
+	if total != 2 || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("sliding: OpenWindows = %+v of %d, want %+v", got, total, want)
+	}
+}
