@@ -33,6 +33,7 @@ type Engine struct {
 
 	active          []atomic.Int64 // regular series held, per aggregation
 	verdicts        [numVerdicts]atomic.Uint64
+	aggVerdicts     [][numVerdicts]atomic.Uint64 // the same, per aggregation
 	overflowRecords atomic.Uint64
 
 	lateDirty atomic.Bool  // a record was added late since the last Collect
@@ -61,14 +62,15 @@ func New(cfg Config) (*Engine, error) {
 	}
 	n = 1 << bits.Len(uint(n-1)) // the next power of two
 	e := &Engine{
-		g:      cfg.windowing(),
-		aggs:   append([]Aggregation(nil), cfg.Aggregations...),
-		clock:  cfg.Clock,
-		skew:   int64(cfg.MaxFutureSkew),
-		wm:     newWatermark(cfg),
-		seed:   maphash.MakeSeed(),
-		mask:   uint64(n - 1),
-		active: make([]atomic.Int64, len(cfg.Aggregations)),
+		g:           cfg.windowing(),
+		aggs:        append([]Aggregation(nil), cfg.Aggregations...),
+		clock:       cfg.Clock,
+		skew:        int64(cfg.MaxFutureSkew),
+		wm:          newWatermark(cfg),
+		seed:        maphash.MakeSeed(),
+		mask:        uint64(n - 1),
+		active:      make([]atomic.Int64, len(cfg.Aggregations)),
+		aggVerdicts: make([][numVerdicts]atomic.Uint64, len(cfg.Aggregations)),
 	}
 	if e.clock == nil {
 		e.clock = clock.System{}
@@ -114,8 +116,9 @@ type Batch struct {
 	e      *Engine
 	now, w int64
 	maxT   int64
-	// Counted here and added to the engine's at End: no write to memory shared by cores per record.
-	verdicts [numVerdicts]uint64
+	// Counted here, by aggregation, and added to the engine's at End: no write to memory shared by
+	// cores per record.
+	verdicts [][numVerdicts]uint64
 	overflow uint64
 
 	// paneLo is the start of the pane computed last: records of a batch mostly share a pane, and a
@@ -175,6 +178,9 @@ func (e *Engine) Begin(now int64) *Batch {
 	b := e.batches.Get().(*Batch)
 	b.e, b.now, b.w, b.maxT, b.paneLo = e, now, min(e.wm.current(now), e.pin.Load()), minTime, maxTime
 	b.src = 0
+	if len(b.verdicts) != len(e.aggs) {
+		b.verdicts = make([][numVerdicts]uint64, len(e.aggs))
+	}
 	if e.wm.perSource {
 		b.touchSource(0, 0) // records staged before any SetSource belong to the shared source
 	}
@@ -554,7 +560,7 @@ func (b *Batch) applyOverflow(late func(int32, Verdict, int64)) {
 }
 
 func (b *Batch) accept(r *staged, vd Verdict) {
-	b.verdicts[vd]++
+	b.verdicts[r.agg][vd]++
 	if vd == Expired {
 		return
 	}
@@ -581,15 +587,19 @@ func (b *Batch) End() {
 		b.srcMax[tc.idx] = noTouch
 	}
 	b.touched = b.touched[:0]
-	for i, n := range b.verdicts {
-		if n > 0 {
-			e.verdicts[i].Add(n)
+	for agg := range b.verdicts {
+		for vd, n := range b.verdicts[agg] {
+			if n > 0 {
+				e.verdicts[vd].Add(n)
+				e.aggVerdicts[agg][vd].Add(n)
+			}
 		}
 	}
 	if b.overflow > 0 {
 		e.overflowRecords.Add(b.overflow)
 	}
-	b.verdicts, b.overflow = [numVerdicts]uint64{}, 0
+	clear(b.verdicts)
+	b.overflow = 0
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
 	b.exemplars, b.weights = b.exemplars[:0], b.weights[:0]
 	clear(b.dists)
@@ -674,6 +684,16 @@ type Stats struct {
 	LateFirings     uint64
 	ActiveSeries    []int64 // regular series held, per aggregation
 	OverflowActive  []bool  // whether the aggregation's overflow series holds data
+}
+
+// Verdicts returns how many of aggregation agg's records were judged on time, a late update and
+// expired, since the engine started (0s for an aggregation that does not exist).
+func (e *Engine) Verdicts(agg int) (onTime, lateUpdate, expired uint64) {
+	if agg < 0 || agg >= len(e.aggVerdicts) {
+		return 0, 0, 0
+	}
+	v := &e.aggVerdicts[agg]
+	return v[OnTime].Load(), v[LateUpdate].Load(), v[Expired].Load()
 }
 
 // Stats reads the engine's counters.

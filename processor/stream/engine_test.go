@@ -358,7 +358,7 @@ func TestStagedBatchGivesSeriesSlotsInRecordOrder(t *testing.T) {
 // be added (counting it, and not staging it), and OnTime when it has staged it.
 func stage(b *Batch, agg int, key []byte, t int64, v float64, tag int32) Verdict {
 	if vd := b.Check(t); vd != OnTime {
-		b.verdicts[vd]++
+		b.verdicts[agg][vd]++
 		return vd
 	}
 	b.StageChecked(&Record{Agg: agg, Key: key, Time: t, Value: v, Tag: tag})
@@ -384,7 +384,7 @@ func addRec(b *Batch, r *refRec, key []byte) Verdict {
 // stageRec is Batch.stage for record r, of its weight, with its key in key (which staging copies).
 func stageRec(b *Batch, r *refRec, key []byte, tag int32) Verdict {
 	if vd := b.Check(r.t); vd != OnTime {
-		b.verdicts[vd]++
+		b.verdicts[r.agg][vd]++
 		return vd
 	}
 	if r.dist != nil {

@@ -417,7 +417,7 @@ func fuzzDist(vb, tb, jb byte) []float64 {
 // stageSpan is Batch.stage for record r, of its weight, as span n (see spanOf).
 func stageSpan(b *Batch, r *refRec, tag int32, n uint64) Verdict {
 	if vd := b.Check(r.t); vd != OnTime {
-		b.verdicts[vd]++
+		b.verdicts[r.agg][vd]++
 		return vd
 	}
 	if r.dist != nil {

@@ -41,3 +41,27 @@ func TestOpenWindowsAsAnOperatorReadsThem(t *testing.T) {
 		t.Fatalf("sliding: OpenWindows = %+v of %d, want %+v", got, total, want)
 	}
 }
+
+// Verdicts by aggregation, worked out by hand: tumbling 10 s windows, 5 s allowed lateness, clock at
+// 1030 s. The first batch, all on time: aggregation 0 at 1012 and 1022, aggregation 1 at 1018; W =
+// 1022. The second: 0 at 1015 ([1010,1020) fired, kept until W 1025: a late update); 1 at 1005
+// ([1000,1010) expired at W 1015) and 1021 (on time). Aggregation 0: 2 on time, 1 late update;
+// aggregation 1: 2 on time, 1 expired.
+func TestVerdictsByAggregation(t *testing.T) {
+	cfg := tumbling10s()
+	cfg.AllowedLateness = 5 * time.Second
+	cfg.Aggregations = append(cfg.Aggregations, Aggregation{})
+	h := newHarness(t, cfg)
+	h.at(1030)
+	h.sbatch(srec{"", 0, "k", 1012, 1}, srec{"", 0, "k", 1022, 1}, srec{"", 1, "k", 1018, 1})
+	h.wantW(1022, "after the first batch")
+	wantVerdicts(t, h.sbatch(srec{"", 0, "k", 1015, 1}, srec{"", 1, "k", 1005, 1}, srec{"", 1, "k", 1021, 1}), LateUpdate, Expired, OnTime)
+	for agg, want := range [][3]uint64{{2, 1, 0}, {2, 0, 1}} {
+		if on, late, exp := h.e.Verdicts(agg); [3]uint64{on, late, exp} != want {
+			t.Errorf("aggregation %d: on time %d, late updates %d, expired %d; want %v", agg, on, late, exp, want)
+		}
+	}
+	if on, late, exp := h.e.Verdicts(2); on+late+exp != 0 {
+		t.Errorf("an aggregation that does not exist has verdicts")
+	}
+}
