@@ -1,0 +1,112 @@
+package viewextension
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
+
+	"github.com/windowaggregator/windowaggregator"
+)
+
+func confighttpDefault() confighttp.ServerConfig {
+	sc := confighttp.NewDefaultServerConfig()
+	sc.NetAddr.Endpoint = defaultEndpoint
+	return sc
+}
+
+// defaultTop and maxTop bound the lists of a response (sources, windows): the first defaultTop
+// unless ?top=N asks for others, at most maxTop, whatever the number of series.
+const defaultTop, maxTop = 20, 1000
+
+type viewExtension struct {
+	cfg    *Config
+	set    extension.Settings
+	server *http.Server
+	addr   string // where it listens
+	done   chan struct{}
+}
+
+func (x *viewExtension) Start(ctx context.Context, host component.Host) error {
+	ln, err := x.cfg.ToListener(ctx)
+	if err != nil {
+		return fmt.Errorf("window_aggregator_view: cannot listen on %s: %w", x.cfg.NetAddr.Endpoint, err)
+	}
+	x.server, err = x.cfg.ToServer(ctx, host.GetExtensions(), x.set.TelemetrySettings, handler())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	x.addr, x.done = ln.Addr().String(), make(chan struct{})
+	go func() {
+		defer close(x.done)
+		if err := x.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			x.set.Logger.Error("The window_aggregator view stopped serving", zap.Error(err))
+		}
+	}()
+	x.set.Logger.Info("Serving the window_aggregator view", zap.String("address", "http://"+ln.Addr().String()+"/"))
+	return nil
+}
+
+func (x *viewExtension) Shutdown(ctx context.Context) error {
+	if x.server == nil {
+		return nil
+	}
+	err := x.server.Shutdown(ctx)
+	<-x.done
+	return err
+}
+
+// handler serves the view, read only: GET and HEAD, else 405.
+func handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/components", readOnly(func(w http.ResponseWriter, r *http.Request) {
+		top, err := topOf(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(windowaggregator.Views(top))
+	}))
+	return mux
+}
+
+// readOnly answers 405 to any method but GET and HEAD.
+func readOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "read only: GET or HEAD", http.StatusMethodNotAllowed)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// topOf reads ?top=N, the most sources and windows listed: 1 to maxTop, defaultTop without it; any
+// other query parameter is refused.
+func topOf(r *http.Request) (int, error) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "top" {
+			return 0, fmt.Errorf("unknown query parameter %q: the only one is top", k)
+		}
+	}
+	s := q.Get("top")
+	if s == "" {
+		return defaultTop, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxTop {
+		return 0, fmt.Errorf("top must be a whole number from 1 to %d, got %q", maxTop, s)
+	}
+	return n, nil
+}

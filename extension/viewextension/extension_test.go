@@ -1,0 +1,175 @@
+package viewextension
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector/connectortest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/windowaggregator/windowaggregator"
+	"github.com/windowaggregator/windowaggregator/processor/clock"
+)
+
+// startView starts the extension on a free loopback port and returns its base URL.
+func startView(t *testing.T) string {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = "127.0.0.1:0"
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(Type), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
+	return "http://" + ext.(*viewExtension).addr
+}
+
+func get(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// spans is one request from source src: a server span of service a ending at each of ends (s).
+func spans(src string, ends ...float64) ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "a")
+	rs.Resource().Attributes().PutStr("service.instance.id", src)
+	ss := rs.ScopeSpans().AppendEmpty()
+	for i, end := range ends {
+		sp := ss.Spans().AppendEmpty()
+		sp.SetName("/x")
+		sp.SetTraceID(pcommon.TraceID([16]byte{1, byte(len(src)), byte(i), byte(end)}))
+		sp.SetSpanID(pcommon.SpanID([8]byte{2, byte(len(src)), byte(i), byte(end)}))
+		e := int64(end * 1e9)
+		sp.SetEndTimestamp(pcommon.Timestamp(e))
+		sp.SetStartTimestamp(pcommon.Timestamp(e - 1e6))
+	}
+	return td
+}
+
+// A running connector fed known spans, through its factory, as the view reads it: worked out by
+// hand. 10 s tumbling windows, 5 s allowed lateness, no out-of-orderness, per_source by
+// service.instance.id, the clock at 1030 s. The first batch, source "ab" at 1001 and 1022, is judged
+// against no W: both on time; W = 1022, lag 8 s. Source "c" at 1012: [1010,1020) has fired (1020 <=
+// 1022) and is kept until W 1025: a late update; c, the least of the sources (1012), holds W where it
+// is. Then c at 1003: [1000,1010) expired at W 1015. The aggregation: 2 on time, 1 late update, 1
+// expired; open windows [1010,1020) (fired) and [1020,1030) (fires at W 1030, expires at 1035).
+func TestComponentsAsJSON(t *testing.T) {
+	base := startView(t)
+	code, body := get(t, http.MethodGet, base+"/api/v1/components")
+	if code != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		t.Fatalf("with no component running: %d %q, want 200 []", code, body)
+	}
+
+	clk := clock.NewFake(time.Unix(1030, 0))
+	ctx := clock.NewContext(context.Background(), clk)
+	f := windowaggregator.NewConnectorFactory()
+	cfg := f.CreateDefaultConfig().(*windowaggregator.Config)
+	cfg.Window.Size = 10 * time.Second
+	cfg.AllowedLateness = 5 * time.Second
+	cfg.Watermark.MaxOutOfOrderness = 0
+	cfg.Watermark.PerSource = []string{"service.instance.id"}
+	cfg.Aggregations = []windowaggregator.AggregationConfig{{Name: "lat", Signal: "spans",
+		GroupBy: []windowaggregator.GroupByKey{{Key: "service.name"}}, Outputs: []string{"count"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, new(consumertest.MetricsSink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Shutdown(context.Background()) }()
+	for _, td := range []ptrace.Traces{spans("ab", 1001, 1022), spans("c", 1012)} {
+		if err := c.ConsumeTraces(ctx, td); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.ConsumeTraces(ctx, spans("c", 1003)); err != nil {
+		t.Fatal(err)
+	}
+
+	code, body = get(t, http.MethodGet, base+"/api/v1/components")
+	if code != http.StatusOK {
+		t.Fatalf("GET: %d %s", code, body)
+	}
+	var got []windowaggregator.ComponentView
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("%v: %s", err, body)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%d components, want 1: %s", len(got), body)
+	}
+	v := got[0]
+	at := func(s float64) time.Time { return time.Unix(0, int64(s*1e9)).UTC() }
+	if v.Watermark == nil || !v.Watermark.Equal(at(1022)) || v.WatermarkLagSeconds == nil || *v.WatermarkLagSeconds != 8 || v.HeldBy != "source" {
+		t.Errorf("watermark %v, held by %q; want 1022 s, lag 8 s, source: %s", v.Watermark, v.HeldBy, body)
+	}
+	if len(v.Sources) != 2 || v.SourcesTotal != 2 || !v.Sources[0].HoldsBack || v.Sources[0].Source["service.instance.id"] != "c" ||
+		!v.Sources[0].Watermark.Equal(at(1012)) || v.Sources[1].HoldsBack || v.Sources[1].Source["service.instance.id"] != "ab" ||
+		!v.Sources[1].Watermark.Equal(at(1022)) {
+		t.Errorf("sources %+v, want c (1012) holding W back, then ab (1022)", v.Sources)
+	}
+	if len(v.Aggregations) != 1 {
+		t.Fatalf("aggregations %+v", v.Aggregations)
+	}
+	a := v.Aggregations[0]
+	if a.Name != "lat" || a.Signal != "spans" || a.Series != 1 || a.MaxSeries != cfg.MaxSeries ||
+		a.Records != (windowaggregator.RecordCounts{OnTime: 2, LateAccepted: 1, Expired: 1}) {
+		t.Errorf("aggregation %+v", a)
+	}
+	if a.OpenWindows != 2 || len(a.Windows) != 2 || !a.Windows[0].End.Equal(at(1020)) || !a.Windows[0].Fired ||
+		!a.Windows[1].FiresAtW.Equal(at(1030)) || a.Windows[1].Fired || !a.Windows[1].ExpiresAtW.Equal(at(1035)) {
+		t.Errorf("windows %+v", a.Windows)
+	}
+
+	// Bounded: ?top=1 lists one source and one window, with the totals.
+	_, body = get(t, http.MethodGet, base+"/api/v1/components?top=1")
+	got = nil
+	if err := json.Unmarshal([]byte(body), &got); err != nil || len(got[0].Sources) != 1 || got[0].SourcesTotal != 2 ||
+		len(got[0].Aggregations[0].Windows) != 1 || got[0].Aggregations[0].OpenWindows != 2 {
+		t.Errorf("top=1: %v %s", err, body)
+	}
+	for _, c := range []struct {
+		method, query string
+		code          int
+		says          string
+	}{
+		{http.MethodPost, "", http.StatusMethodNotAllowed, "read only"},
+		{http.MethodDelete, "", http.StatusMethodNotAllowed, "read only"},
+		{http.MethodGet, "?top=0", http.StatusBadRequest, "top must be"},
+		{http.MethodGet, "?top=1001", http.StatusBadRequest, "top must be"},
+		{http.MethodGet, "?top=x", http.StatusBadRequest, "top must be"},
+		{http.MethodGet, "?series=a", http.StatusBadRequest, "unknown query parameter"},
+	} {
+		code, body := get(t, c.method, base+"/api/v1/components"+c.query)
+		if code != c.code || !strings.Contains(body, c.says) {
+			t.Errorf("%s %s: %d %q, want %d saying %q", c.method, c.query, code, body, c.code, c.says)
+		}
+	}
+}

@@ -1,0 +1,32 @@
+// Package viewextension is the window_aggregator_view extension: it serves, read only, the operator's
+// view of every window_aggregator component id running in its collector (issue 34, in progress:
+// the JSON of GET /api/v1/components; the page, the series explainer and the charts are not built).
+package viewextension
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+)
+
+// Type is the extension's type.
+var Type = component.MustNewType("window_aggregator_view")
+
+// defaultEndpoint is where the view is served unless endpoint says otherwise: localhost only.
+const defaultEndpoint = "localhost:55680"
+
+// NewFactory returns the extension's factory.
+func NewFactory() extension.Factory {
+	return extension.NewFactory(Type, createDefaultConfig, create, component.StabilityLevelDevelopment)
+}
+
+func createDefaultConfig() component.Config {
+	cfg := &Config{}
+	cfg.ServerConfig = confighttpDefault()
+	return cfg
+}
+
+func create(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
+	return &viewExtension{cfg: cfg.(*Config), set: set}, nil
+}

@@ -1,0 +1,163 @@
+package windowaggregator
+
+import (
+	"encoding/binary"
+	"slices"
+	"time"
+)
+
+// The operator's view (issue 34, in progress): what the window_aggregator_view extension serves, read
+// from each running component id's state. Reading it copies figures: it takes no lock of the ingest
+// path for longer than a copy (see stream.Engine.Sources and OpenWindows).
+
+// ComponentView is one component id as an operator reads it (GET /api/v1/components).
+type ComponentView struct {
+	ID                  string            `json:"id"`
+	Watermark           *time.Time        `json:"watermark"` // null before any record
+	WallClock           time.Time         `json:"wall_clock"`
+	WatermarkLagSeconds *float64          `json:"watermark_lag_seconds"`
+	HeldBy              string            `json:"held_by"`
+	Sources             []SourceView      `json:"sources"`       // null without watermark.per_source
+	SourcesTotal        int               `json:"sources_total"` // sources held; Sources lists at most the view's top
+	Aggregations        []AggregationView `json:"aggregations"`
+	Checkpoint          *CheckpointView   `json:"checkpoint"` // null without storage
+	Emission            EmissionView      `json:"emission"`
+}
+
+// SourceView is one source of the watermark with per-source tracking.
+type SourceView struct {
+	Source    map[string]string `json:"source"` // its watermark.per_source values; null for the shared source
+	Shared    bool              `json:"shared"`
+	Watermark *time.Time        `json:"watermark"`
+	LastSeen  time.Time         `json:"last_seen"`
+	Idle      bool              `json:"idle"`
+	HoldsBack bool              `json:"holds_back"`
+}
+
+// AggregationView is one aggregation: its series, its open windows and its records by outcome.
+type AggregationView struct {
+	Name            string       `json:"name"`
+	Signal          string       `json:"signal"`
+	Series          int64        `json:"series"`
+	MaxSeries       int          `json:"max_series"`
+	OpenWindows     int          `json:"open_windows"`
+	Windows         []WindowView `json:"windows"` // at most the view's top, earliest first
+	Records         RecordCounts `json:"records"`
+	OverflowRecords *int64       `json:"overflow_records"` // the component's, all aggregations together
+}
+
+// WindowView is an open window: it fires when W reaches its end, and takes late records until W
+// reaches its end plus allowed_lateness.
+type WindowView struct {
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Fired      bool      `json:"fired"`
+	FiresAtW   time.Time `json:"fires_at_watermark"`
+	ExpiresAtW time.Time `json:"expires_at_watermark"`
+}
+
+// RecordCounts are an aggregation's records by outcome since the component started.
+type RecordCounts struct {
+	OnTime       uint64 `json:"on_time"`
+	LateAccepted uint64 `json:"late_accepted"`
+	Expired      uint64 `json:"expired"`
+}
+
+// CheckpointView is the state of checkpoints, with storage.
+type CheckpointView struct {
+	Last  *time.Time `json:"last"`
+	Bytes int        `json:"bytes"`
+	Error string     `json:"error"`
+}
+
+// EmissionView is the state of the delivery of results.
+type EmissionView struct {
+	QueuedPoints int `json:"queued_points"`
+}
+
+// Views returns every running window_aggregator component id of this process, by id, with at most
+// top sources and windows each.
+func Views(top int) []ComponentView {
+	registryMu.Lock()
+	states := make([]*shared, 0, len(registry))
+	for _, s := range registry {
+		states = append(states, s)
+	}
+	registryMu.Unlock()
+	views := make([]ComponentView, 0, len(states))
+	for _, s := range states {
+		s.mu.Lock()
+		started := s.started
+		s.mu.Unlock()
+		if started {
+			views = append(views, s.view(top))
+		}
+	}
+	slices.SortFunc(views, func(a, b ComponentView) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return views
+}
+
+// view reads the component id's figures.
+func (s *shared) view(top int) ComponentView {
+	e := s.engine
+	now := e.Now()
+	st := e.Stats()
+	v := ComponentView{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), HeldBy: st.HeldBy.String(),
+		Emission: EmissionView{QueuedPoints: s.emitter.Pending()}}
+	if w := st.Watermark; w > 0 {
+		t := time.Unix(0, w).UTC()
+		lag := float64(now-w) / 1e9
+		v.Watermark, v.WatermarkLagSeconds = &t, &lag
+	}
+	if keys := s.cfg.Watermark.PerSource; len(keys) > 0 {
+		srcs, total := e.Sources(top)
+		v.Sources, v.SourcesTotal = make([]SourceView, 0, len(srcs)), total
+		for _, sv := range srcs {
+			out := SourceView{Shared: sv.Shared, LastSeen: time.Unix(0, sv.LastHeard).UTC(), Idle: sv.Idle, HoldsBack: sv.HoldsBack}
+			if !sv.Shared {
+				out.Source = decodeSourceKey(keys, sv.Key)
+			}
+			if sv.HasWatermark {
+				t := time.Unix(0, sv.Watermark).UTC()
+				out.Watermark = &t
+			}
+			v.Sources = append(v.Sources, out)
+		}
+	}
+	overflow := int64(st.OverflowRecords)
+	for _, a := range s.aggs {
+		wins, open := e.OpenWindows(a.index, top)
+		on, late, expired := e.Verdicts(a.index)
+		av := AggregationView{Name: a.name, Signal: a.signal.name, Series: st.ActiveSeries[a.index], MaxSeries: s.cfg.MaxSeries,
+			OpenWindows: open, Records: RecordCounts{OnTime: on, LateAccepted: late, Expired: expired}, OverflowRecords: &overflow}
+		lateness := int64(s.cfg.AllowedLateness)
+		for _, wv := range wins {
+			av.Windows = append(av.Windows, WindowView{Start: time.Unix(0, wv.Start).UTC(), End: time.Unix(0, wv.End).UTC(), Fired: wv.Fired,
+				FiresAtW: time.Unix(0, wv.End).UTC(), ExpiresAtW: time.Unix(0, wv.End+lateness).UTC()})
+		}
+		v.Aggregations = append(v.Aggregations, av)
+	}
+	return v
+}
+
+// decodeSourceKey reads a source key as setSource writes it: each per_source value, its length first.
+func decodeSourceKey(keys []string, b []byte) map[string]string {
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		n, m := binary.Uvarint(b)
+		if m <= 0 || uint64(len(b)-m) < n {
+			return out
+		}
+		out[k] = string(b[m : m+int(n)])
+		b = b[m+int(n):]
+	}
+	return out
+}
