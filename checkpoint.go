@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
@@ -51,6 +52,9 @@ type checkpointer struct {
 	dedup *dedup.Set
 	// health hears whether checkpoints succeed
 	health *health
+	// last is what the operator's view reads of the last save, apart from mu, which a save holds
+	// with the ingest gate
+	last atomic.Pointer[checkpointStatus]
 
 	mu     sync.Mutex
 	client storage.Client
@@ -115,6 +119,7 @@ func (c *checkpointer) open(ctx context.Context) (ok bool) {
 
 func (c *checkpointer) openFailed(ctx context.Context, err error) {
 	c.health.set(checkpointConcern, fmt.Errorf("cannot open the storage for window state checkpoints: %w", err))
+	c.setLast(checkpointStatus{failedAt: time.Now(), err: "cannot open the storage: " + err.Error()})
 	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("open_failed"))
 	c.logger.Error("Cannot open the storage for window state checkpoints; running without durable state, trying again at each checkpoint",
 		zap.String("storage", c.cfg.Storage.String()), zap.Error(err))
@@ -349,12 +354,14 @@ func (c *checkpointer) Save(ctx context.Context) {
 		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
 		c.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
 		c.health.set(checkpointConcern, fmt.Errorf("cannot save the window state checkpoint: %w", err))
+		c.setLast(checkpointStatus{failedAt: time.Now(), err: err.Error()})
 		c.failing.Store(true)
 		em.WakeDelivery()
 		return
 	}
 	c.failing.Store(false)
 	c.health.set(checkpointConcern, nil)
+	c.setLast(checkpointStatus{savedAt: time.Now(), bytes: len(data)})
 	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
 	em.Checkpointed(seq)
 }
@@ -370,4 +377,21 @@ func (c *checkpointer) shutdown(ctx context.Context) error {
 	c.client = nil
 	c.isOpen.Store(false)
 	return err
+}
+
+// checkpointStatus is the outcome of the last save: when the last one succeeded and its size, and
+// the error of a failure since.
+type checkpointStatus struct {
+	savedAt  time.Time
+	bytes    int
+	failedAt time.Time
+	err      string
+}
+
+// setLast records a save's outcome, keeping the last success's time and size across failures.
+func (c *checkpointer) setLast(st checkpointStatus) {
+	if prev := c.last.Load(); prev != nil && st.savedAt.IsZero() {
+		st.savedAt, st.bytes = prev.savedAt, prev.bytes
+	}
+	c.last.Store(&st)
 }

@@ -90,6 +90,9 @@ func TestHealthFollowsDelivery(t *testing.T) {
 	send(3)
 	em.Collect(context.Background())
 	wantStatus(t, host.next(t), componentstatus.StatusRecoverableError, "emit.max_pending_points")
+	if em := viewOf(t).Emission; em.DroppedPoints != 7 || em.QueuedPoints != 14 || !strings.Contains(em.LastError, "emit.max_pending_points") {
+		t.Fatalf("the view's emission: %+v, want 7 dropped, 14 queued, the drop's error", em)
+	}
 	close(hang.release)
 	wantStatus(t, host.next(t), componentstatus.StatusOK, "")
 	must(t, c.Shutdown(context.Background()))
@@ -126,11 +129,31 @@ func TestHealthFollowsCheckpoints(t *testing.T) {
 		wantStatus(t, host.next(t), componentstatus.StatusOK, "")
 	}
 	host.none(t)
+	ck := viewOf(t).Checkpoint
+	if ck == nil || ck.Last == nil || ck.Bytes == 0 || ck.Error != "" {
+		t.Fatalf("the view's checkpoint after a save: %+v, want its time and size, no error", ck)
+	}
 	failSaves(errors.New("disk full"))
 	h.sendTraces(traces(spanSpec{service: "a", name: "/x", end: 36, ms: 1}))
 	for range 2 {
 		wantStatus(t, host.next(t), componentstatus.StatusRecoverableError, "cannot save the window state checkpoint: disk full")
 	}
+	if after := viewOf(t).Checkpoint; after.Last == nil || !after.Last.Equal(*ck.Last) || !strings.Contains(after.Error, "disk full") {
+		t.Fatalf("the view's checkpoint after a failed save: %+v, want the last save's time and the error", after)
+	}
+}
+
+// viewOf is the operator's view of the test's component id.
+func viewOf(t *testing.T) ComponentView {
+	t.Helper()
+	id := lookup(t).id.String()
+	for _, v := range Views(10) {
+		if v.ID == id {
+			return v
+		}
+	}
+	t.Fatalf("%s is not in the view", id)
+	return ComponentView{}
 }
 
 // drain returns the statuses reported so far.

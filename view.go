@@ -65,14 +65,16 @@ type RecordCounts struct {
 
 // CheckpointView is the state of checkpoints, with storage.
 type CheckpointView struct {
-	Last  *time.Time `json:"last"`
-	Bytes int        `json:"bytes"`
-	Error string     `json:"error"`
+	Last  *time.Time `json:"last"`  // the last save that succeeded; null for none
+	Bytes int        `json:"bytes"` // its size
+	Error string     `json:"error"` // the error of a failure since, "" for none
 }
 
 // EmissionView is the state of the delivery of results.
 type EmissionView struct {
-	QueuedPoints int `json:"queued_points"`
+	QueuedPoints  int    `json:"queued_points"`
+	DroppedPoints int64  `json:"dropped_points"` // since the start
+	LastError     string `json:"last_error"`     // the last delivery error, "" for none
 }
 
 // Views returns every running window_aggregator component id of this process, by id, with at most
@@ -112,6 +114,19 @@ func (s *shared) view(top int) ComponentView {
 	st := e.Stats()
 	v := ComponentView{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), HeldBy: st.HeldBy.String(),
 		Emission: EmissionView{QueuedPoints: s.emitter.Pending()}}
+	v.Emission.DroppedPoints, v.Emission.LastError = s.emitter.Dropped()
+	if c := s.storage; c != nil {
+		v.Checkpoint = &CheckpointView{}
+		if last := c.last.Load(); last != nil {
+			if !last.savedAt.IsZero() {
+				t := last.savedAt.UTC()
+				v.Checkpoint.Last, v.Checkpoint.Bytes = &t, last.bytes
+			}
+			if last.failedAt.After(last.savedAt) {
+				v.Checkpoint.Error = last.err
+			}
+		}
+	}
 	if w := st.Watermark; w > 0 {
 		t := time.Unix(0, w).UTC()
 		lag := float64(now-w) / 1e9

@@ -94,6 +94,9 @@ type Emitter struct {
 	behind   bool
 	health   func(error)
 	healthMu sync.Mutex
+	// dropped points since the start, and the last delivery error, for the operator's view
+	droppedTotal atomic.Int64
+	lastErr      atomic.Pointer[string]
 
 	// sendMu is held by whoever delivers: one delivery at a time, taken before mu.
 	sendMu sync.Mutex
@@ -140,8 +143,27 @@ func New(cfg Config, aggs []*Aggregation, results Results, tel *metadata.Telemet
 // component runs.
 func (em *Emitter) SetHealth(health func(error)) { em.health = health }
 
-// reportHealth tells health err, if it listens.
+// countDropped counts n result points dropped, and why.
+func (em *Emitter) countDropped(ctx context.Context, n int, why string) {
+	em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(n), reason(why))
+	em.droppedTotal.Add(int64(n))
+}
+
+// Dropped returns the result points dropped since the start, and the last delivery error ("" for
+// none).
+func (em *Emitter) Dropped() (points int64, lastErr string) {
+	if e := em.lastErr.Load(); e != nil {
+		lastErr = *e
+	}
+	return em.droppedTotal.Load(), lastErr
+}
+
+// reportHealth tells health err, if it listens, and keeps an error for the operator's view.
 func (em *Emitter) reportHealth(err error) {
+	if err != nil {
+		msg := err.Error()
+		em.lastErr.Store(&msg)
+	}
 	if em.health != nil {
 		em.health(err)
 	}
@@ -291,7 +313,7 @@ func (em *Emitter) queueBatch(ctx context.Context, input int, md pmetric.Metrics
 					zap.Int("data_points", n))
 			}
 		}
-		em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(n), reason(why))
+		em.countDropped(ctx, n, why)
 		return
 	}
 	for i, to := range targets {
@@ -373,7 +395,7 @@ func (em *Emitter) send(ctx context.Context, force bool) (delivered bool, failur
 				skip++ // kept for the checkpoint
 			} else {
 				em.remove(skip)
-				em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reason("shutdown"))
+				em.countDropped(ctx, p.points, "shutdown")
 			}
 			em.mu.Unlock()
 			continue
@@ -396,7 +418,7 @@ func (em *Emitter) send(ctx context.Context, force bool) (delivered bool, failur
 		case consumererror.IsPermanent(err):
 			em.removeBatch(p)
 			em.tel.WindowAggregatorEmitFailures.Add(ctx, 1, reason("permanent"))
-			em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reason("permanent_error"))
+			em.countDropped(ctx, p.points, "permanent_error")
 			em.logger.Error("Dropping window results: the metrics consumer rejected them permanently", zap.Int("data_points", p.points), zap.Error(err))
 			failure = fmt.Errorf("dropped %d window result data points: the metrics consumer rejected them permanently: %w", p.points, err)
 		default:
@@ -449,7 +471,7 @@ func (em *Emitter) enqueue(ctx context.Context, to *Sink, md pmetric.Metrics, po
 			em.remove(i)
 		}
 		if dropped > 0 {
-			em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(dropped), reason("queue_full"))
+			em.countDropped(ctx, dropped, "queue_full")
 			em.logger.Warn("Dropping the oldest window results kept for delivery: emit.max_pending_points reached", zap.Int("data_points", dropped))
 			em.behind = true
 			em.dropped = fmt.Errorf("dropped %d window result data points: emit.max_pending_points reached, the metrics consumers do not take them as fast as they fire", dropped)
@@ -500,7 +522,7 @@ func (em *Emitter) StopSink(ctx context.Context, to *Sink) {
 				failed = append(failed, p) // saved with the checkpoint, sent after the next start
 				continue
 			}
-			em.tel.WindowAggregatorDroppedPoints.Add(ctx, int64(p.points), reason("shutdown"))
+			em.countDropped(ctx, p.points, "shutdown")
 			em.logger.Error("Dropping window results at shutdown: the metrics consumer failed", zap.Int("data_points", p.points), zap.Error(err))
 		}
 	}
