@@ -76,6 +76,7 @@ func handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(windowaggregator.Views(top))
 	}))
+	mux.HandleFunc("/", readOnly(servePage))
 	return mux
 }
 

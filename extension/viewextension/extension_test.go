@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +147,15 @@ func TestComponentsAsJSON(t *testing.T) {
 	if a.OpenWindows != 2 || len(a.Windows) != 2 || !a.Windows[0].End.Equal(at(1020)) || !a.Windows[0].Fired ||
 		!a.Windows[1].FiresAtW.Equal(at(1030)) || a.Windows[1].Fired || !a.Windows[1].ExpiresAtW.Equal(at(1035)) {
 		t.Errorf("windows %+v", a.Windows)
+	}
+
+	// The page, as served, holds the same figures: c's row marked as holding W back, the
+	// aggregation, its two windows.
+	code, body = get(t, http.MethodGet, base+"/")
+	holds := regexp.MustCompile(`<tr class="holds[^"]*"><td>service.instance.id=c `)
+	if code != http.StatusOK || !holds.MatchString(body) || !strings.Contains(body, "lat (spans)") ||
+		strings.Count(body, "<td>fired</td>") != 1 || strings.Count(body, "<td>open</td>") != 1 {
+		t.Errorf("GET /: %d\n%s", code, body)
 	}
 
 	// Bounded: ?top=1 lists one source and one window, with the totals.
