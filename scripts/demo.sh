@@ -5,6 +5,7 @@ dist=${1:-_build/otelcol-windowaggregator/otelcol-windowaggregator}
 loadgen=${2:-_build/loadgen}
 config=${DEMO_CONFIG:-examples/demo.yaml}
 
+echo ">>> the operator's view: http://localhost:55680/ (W, its sources, the windows, records by outcome)" >&2
 "$dist" --config "$config" &
 collector=$!
 gen=""
@@ -31,7 +32,7 @@ done
 # late or not: the load generator sends on-time records only for a 5 s warm-up, which sets the
 # watermark from now, and mixes in the late ones after that.
 echo ">>> demo traffic: 3 services, on-time only for a 5 s warm-up, then 2% of records 2 minutes late (routed), 5% 20 s late (late firings); 2 pods a service export their metrics every second" >&2
-echo ">>> window results print every 10 s; press Ctrl-C to stop" >&2
+echo ">>> a line for each request of window results (every 10 s) and each batch of late records; press Ctrl-C to stop" >&2
 "$loadgen" -endpoint 127.0.0.1:4317 -rate 100 -services 3 -series 2 -warm-up 5s -late 0.05 -late-by 20s -too-late 0.02 -too-late-by 2m -signals spans,logs,metrics -pods 2 -pod-restart 0.02 ${LOADGEN_FLAGS:-} &
 gen=$!
 rc=0
