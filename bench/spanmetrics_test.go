@@ -10,9 +10,12 @@ package bench
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/windowaggregator/windowaggregator"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
@@ -67,6 +70,7 @@ func serialTraces(b *testing.B, h *harness) {
 // with o.logs and trace ring 0 otherwise, and checks that it aggregated every record on time.
 func serialWindowAggregator(b *testing.B, o waOptions) {
 	h := newWindowAggregator(b, waConfig(o), nil)
+	defer pollView(b)()
 	if o.logs {
 		r := logRingFor(0)
 		mallocs := runSerial(b, h, &r.ring, func(ctx context.Context, i int) error {
@@ -172,4 +176,36 @@ func readSpans(td ptrace.Traces) (n int) {
 		}
 	}
 	return n
+}
+
+// pollView reads the operator's view (windowaggregator.Views, what GET /api/v1/components serves)
+// every BENCH_VIEW_POLL (a duration, such as 1s) while the benchmark runs, as a page left open does,
+// and returns what stops it; without BENCH_VIEW_POLL nobody looks. Compare runs with and without it
+// (bench/README.md, "The operator's view").
+func pollView(b *testing.B) (stop func()) {
+	every, err := time.ParseDuration(os.Getenv("BENCH_VIEW_POLL"))
+	if err != nil || every <= 0 {
+		return func() {}
+	}
+	done, stopped := make(chan struct{}), make(chan struct{})
+	polls := 0
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				windowaggregator.Views(20)
+				polls++
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		b.ReportMetric(float64(polls), "view_polls")
+	}
 }
