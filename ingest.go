@@ -72,7 +72,9 @@ type scratch struct {
 	traceStates traceStates
 	// ids holds the identities read ahead (ingestRun.ahead)
 	ids []dedup.ID
-	run ingestRun
+	// byAgg are the call's records by outcome per aggregation (see aggregationCounts), by index
+	byAgg []aggregationTally
+	run   ingestRun
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -86,6 +88,7 @@ func (sc *scratch) release() {
 	sc.judgedBy = sc.judgedBy[:0]
 	sc.faults = sc.faults[:0]
 	sc.ids = sc.ids[:0]
+	clear(sc.byAgg)
 	sc.ottl.reset()
 	sc.run = ingestRun{}
 	scratchPool.Put(sc)
@@ -165,8 +168,10 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 	vd, judged := stream.OnTime, false
 	run.claimed = false
 	identified := run.ids == nil // identities are looked up once, at the first aggregation that selects the record
+	at := run.sc.byAgg
 	for _, a := range aggs {
 		if !a.matches(r) {
+			at[a.index].unmatched++
 			continue
 		}
 		if !identified {
@@ -174,6 +179,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 			vd, judged = b.Check(t), true
 			if vd == stream.OnTime && run.claim(t) == dedup.Duplicate {
 				st = duplicate // before its OTTL, its weight and its input stream: it is none of theirs
+				at[a.index].duplicate++
 				break
 			}
 		}
@@ -181,6 +187,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		switch {
 		case pr != nil:
 			if len(a.conditions) > 0 && !run.anyCondition(a) {
+				at[a.index].unmatched++
 				continue
 			}
 			if pr.refusal != pointAggregated {
@@ -191,6 +198,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		case a.computed:
 			var selected bool
 			if it.v, it.why, it.truncated, selected = run.readComputed(a); !selected {
+				at[a.index].unmatched++
 				continue
 			}
 		default:
@@ -208,6 +216,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 			}
 			if vd != stream.OnTime {
 				st = outcomeOf(vd) // future or invalid: staged for no aggregation, a point's streams unmoved
+				at[a.index].late++ // for the aggregation that judged it
 				break
 			}
 			checked = true
@@ -453,6 +462,9 @@ func (s *shared) beginRun(ctx context.Context, input int, r *record) *ingestRun 
 	sc := getScratch()
 	run := &sc.run
 	now := s.engine.Now()
+	if len(sc.byAgg) != len(s.aggs) {
+		sc.byAgg = make([]aggregationTally, len(s.aggs))
+	}
 	sc.ottl.propagate = s.cfg.ErrorMode == ottl.PropagateError
 	gated := s.gated[input]
 	if gated {
@@ -469,6 +481,7 @@ func (s *shared) beginRun(ctx context.Context, input int, r *record) *ingestRun 
 func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
 	s, now, err := run.s, run.now, run.sc.ottl.first
 	run.ungate()
+	s.countByAggregation(run.b, run.sc.byAgg, action)
 	run.b.End()
 	s.report(ctx, &run.tl, run.input, action)
 	if len(run.sc.ottl.failures) > 0 {

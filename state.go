@@ -54,6 +54,8 @@ type shared struct {
 	gated [numInputs]bool
 	// health is what the component reports through the collector's component status
 	health health
+	// byAgg are each aggregation's records by outcome that the engine does not count, by index
+	byAgg []aggregationCounts
 
 	// OTTL errors not yet logged, and when they last were (see reportOTTL)
 	ottlLogMu    sync.Mutex
@@ -175,6 +177,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	// The collector's, until a restored checkpoint says another (see checkpointer.decode).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
+	s.byAgg = make([]aggregationCounts, len(s.aggs))
 	if err := s.observe(); err != nil {
 		return nil, err
 	}

@@ -56,11 +56,18 @@ type WindowView struct {
 	ExpiresAtW time.Time `json:"expires_at_watermark"`
 }
 
-// RecordCounts are an aggregation's records by outcome since the component started.
+// RecordCounts are an aggregation's records by outcome since the component started: on time, late
+// updates (late_accepted), late data (expired, future or invalid) routed to the late pipeline,
+// dropped, or passed on by the processor, duplicates (at the first aggregation that selects them),
+// and records of its signal it does not select.
 type RecordCounts struct {
 	OnTime       uint64 `json:"on_time"`
 	LateAccepted uint64 `json:"late_accepted"`
-	Expired      uint64 `json:"expired"`
+	LateRouted   int64  `json:"late_routed"`
+	LateDropped  int64  `json:"late_dropped"`
+	LatePassed   int64  `json:"late_passed"`
+	Duplicate    int64  `json:"duplicate"`
+	Unmatched    int64  `json:"unmatched"`
 }
 
 // CheckpointView is the state of checkpoints, with storage.
@@ -150,9 +157,12 @@ func (s *shared) view(top int) ComponentView {
 	overflow := int64(st.OverflowRecords)
 	for _, a := range s.aggs {
 		wins, open := e.OpenWindows(a.index, top)
-		on, late, expired := e.Verdicts(a.index)
+		on, late, _ := e.Verdicts(a.index)
+		c := &s.byAgg[a.index]
 		av := AggregationView{Name: a.name, Signal: a.signal.name, Series: st.ActiveSeries[a.index], MaxSeries: s.cfg.MaxSeries,
-			OpenWindows: open, Records: RecordCounts{OnTime: on, LateAccepted: late, Expired: expired}, OverflowRecords: &overflow}
+			OpenWindows: open, OverflowRecords: &overflow, Records: RecordCounts{OnTime: on, LateAccepted: late,
+				LateRouted: c.late[lateRouted].Load(), LateDropped: c.late[lateDropped].Load(), LatePassed: c.late[latePassed].Load(),
+				Duplicate: c.duplicate.Load(), Unmatched: c.unmatched.Load()}}
 		lateness := int64(s.cfg.AllowedLateness)
 		for _, wv := range wins {
 			av.Windows = append(av.Windows, WindowView{Start: time.Unix(0, wv.Start).UTC(), End: time.Unix(0, wv.End).UTC(), Fired: wv.Fired,

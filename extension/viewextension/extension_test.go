@@ -76,8 +76,8 @@ func spans(src string, ends ...float64) ptrace.Traces {
 // service.instance.id, the clock at 1030 s. The first batch, source "ab" at 1001 and 1022, is judged
 // against no W: both on time; W = 1022, lag 8 s. Source "c" at 1012: [1010,1020) has fired (1020 <=
 // 1022) and is kept until W 1025: a late update; c, the least of the sources (1012), holds W where it
-// is. Then c at 1003: [1000,1010) expired at W 1015. The aggregation: 2 on time, 1 late update, 1
-// expired; open windows [1010,1020) (fired) and [1020,1030) (fires at W 1030, expires at 1035).
+// is. Then c at 1003: [1000,1010) expired at W 1015, dropped (no late pipeline). The aggregation:
+// 2 on time, 1 late update, 1 late dropped; open windows [1010,1020) (fired) and [1020,1030) (fires at W 1030, expires at 1035).
 func TestComponentsAsJSON(t *testing.T) {
 	base := startView(t)
 	code, body := get(t, http.MethodGet, base+"/api/v1/components")
@@ -141,7 +141,7 @@ func TestComponentsAsJSON(t *testing.T) {
 	}
 	a := v.Aggregations[0]
 	if a.Name != "lat" || a.Signal != "spans" || a.Series != 1 || a.MaxSeries != cfg.MaxSeries ||
-		a.Records != (windowaggregator.RecordCounts{OnTime: 2, LateAccepted: 1, Expired: 1}) {
+		a.Records != (windowaggregator.RecordCounts{OnTime: 2, LateAccepted: 1, LateDropped: 1}) {
 		t.Errorf("aggregation %+v", a)
 	}
 	if a.OpenWindows != 2 || len(a.Windows) != 2 || !a.Windows[0].End.Equal(at(1020)) || !a.Windows[0].Fired ||

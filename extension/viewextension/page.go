@@ -57,7 +57,7 @@ lag <b class="lag">{{if .WatermarkLagSeconds}}{{printf "%.1f" (deref .WatermarkL
 <td>{{if .Watermark}}{{ts .Watermark}}{{end}}</td><td>{{ts .LastSeen}}</td><td>{{if .HoldsBack}}holds W back{{else if .Idle}}idle{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Aggregations}}<h3 class="aggregation" data-name="{{.Name}}">{{.Name}} ({{.Signal}})</h3>
-<p class="summary">series {{.Series}} of max_series {{.MaxSeries}}; records on time {{.Records.OnTime}}, late accepted {{.Records.LateAccepted}}, expired {{.Records.Expired}}</p>
+<p class="summary">series {{.Series}} of max_series {{.MaxSeries}}; records on time {{.Records.OnTime}}, late accepted {{.Records.LateAccepted}}, late routed {{.Records.LateRouted}}, dropped {{.Records.LateDropped}}, passed {{.Records.LatePassed}}, duplicates {{.Records.Duplicate}}, unmatched {{.Records.Unmatched}}</p>
 <svg class="outcomes" width="600" height="100" role="img" aria-label="records by outcome"></svg>
 <table class="windows"><tr><th>window</th><th>fires at W</th><th>late records until W</th><th></th></tr>
 {{range .Windows}}<tr><td>{{ts .Start}} - {{ts .End}}</td><td>{{ts .FiresAtW}}</td><td>{{ts .ExpiresAtW}}</td><td>{{if .Fired}}fired{{else}}open{{end}}</td></tr>
@@ -70,7 +70,7 @@ lag <b class="lag">{{if .WatermarkLagSeconds}}{{printf "%.1f" (deref .WatermarkL
 {{end}}</div>
 <script>
 "use strict";
-const hist = {}; // by component id: [{t, lag, outcomes: {agg: {on_time, late_accepted, expired}}}]
+const hist = {}; // by component id: the polls since the page opened, [{t, lag, aggs}]
 function fmt(s){return s?new Date(s).toISOString().substring(11,23):""}
 function row(tag,cells){const tr=document.createElement("tr");cells.forEach(v=>{const c=document.createElement(tag);c.textContent=v;tr.appendChild(c)});return tr}
 function line(svg, pts, color){
@@ -105,7 +105,7 @@ function draw(c){
     (a.windows||[]).forEach(x=>t.appendChild(row("td",[fmt(x.start)+" - "+fmt(x.end),fmt(x.fires_at_watermark),fmt(x.expires_at_watermark),x.fired?"fired":"open"])));
   });
   const sums=sec.querySelectorAll(".summary");
-  c.aggregations.forEach((a,i)=>{if(sums[i]){sums[i].textContent="series "+a.series+" of max_series "+a.max_series+"; records on time "+a.records.on_time+", late accepted "+a.records.late_accepted+", expired "+a.records.expired}});
+  c.aggregations.forEach((a,i)=>{if(sums[i]){sums[i].textContent="series "+a.series+" of max_series "+a.max_series+"; records on time "+a.records.on_time+", late accepted "+a.records.late_accepted+", late routed "+a.records.late_routed+", dropped "+a.records.late_dropped+", passed "+a.records.late_passed+", duplicates "+a.records.duplicate+", unmatched "+a.records.unmatched}});
   const em=sec.querySelector(".emission");
   em.textContent="Emission: "+c.emission.queued_points+" points queued, "+c.emission.dropped_points+" dropped"+(c.emission.last_error?"; last error "+c.emission.last_error:"");
   const ck=sec.querySelector(".checkpoint");
@@ -114,7 +114,9 @@ function draw(c){
   c.aggregations.forEach((a,i)=>{
     const s=charts[i];if(!s){return}s.replaceChildren();
     const per=k=>h.slice(1).map((p,j)=>[p.t,Math.max(0,p.aggs[i].records[k]-h[j].aggs[i].records[k])]);
-    line(s,per("on_time"),"#2da44e");line(s,per("late_accepted"),"#bf8700");line(s,per("expired"),"#cf222e");
+    const late=r=>r.late_routed+r.late_dropped+r.late_passed;
+    const lateSeries=h.slice(1).map((p,j)=>[p.t,Math.max(0,late(p.aggs[i].records)-late(h[j].aggs[i].records))]);
+    line(s,per("on_time"),"#2da44e");line(s,per("late_accepted"),"#bf8700");line(s,lateSeries,"#cf222e");line(s,per("duplicate"),"#8250df");
   });
 }
 async function poll(){

@@ -559,6 +559,14 @@ func (b *Batch) applyOverflow(late func(int32, Verdict, int64)) {
 	sh.mu.Unlock()
 }
 
+// Verdicts returns how many of aggregation agg's records the batch has judged vd, before End.
+func (b *Batch) Verdicts(agg int, vd Verdict) uint64 {
+	if agg < 0 || agg >= len(b.verdicts) {
+		return 0
+	}
+	return b.verdicts[agg][vd]
+}
+
 func (b *Batch) accept(r *staged, vd Verdict) {
 	b.verdicts[r.agg][vd]++
 	if vd == Expired {

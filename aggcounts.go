@@ -1,0 +1,41 @@
+package windowaggregator
+
+import (
+	"sync/atomic"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
+)
+
+// Records by outcome per aggregation, for the operator's view: what the engine does not judge (a
+// record the aggregation does not select, a duplicate, found at the first aggregation that selects
+// it) and late records, by what became of them. On time, late updates and expired records the
+// engine counts (stream.Engine.Verdicts).
+
+// aggregationTally is one call's counts for one aggregation: records it did not select, duplicates
+// found at it, and records it judged future or invalid.
+type aggregationTally struct {
+	unmatched, duplicate, late int64
+}
+
+// aggregationCounts are an aggregation's counts since the component started.
+type aggregationCounts struct {
+	unmatched, duplicate atomic.Int64
+	late                 [numLateActions]atomic.Int64 // expired, future or invalid, by what became of them
+}
+
+// countByAggregation adds a call's counts to each aggregation's, with its expired records, which
+// batch b has judged, under the call's late action.
+func (s *shared) countByAggregation(b *stream.Batch, t []aggregationTally, action lateAction) {
+	for i := range t {
+		c := &s.byAgg[i]
+		if n := t[i].unmatched; n > 0 {
+			c.unmatched.Add(n)
+		}
+		if n := t[i].duplicate; n > 0 {
+			c.duplicate.Add(n)
+		}
+		if n := t[i].late + int64(b.Verdicts(i, stream.Expired)); n > 0 {
+			c.late[action].Add(n)
+		}
+	}
+}
