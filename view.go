@@ -3,7 +3,10 @@ package windowaggregator
 import (
 	"encoding/binary"
 	"slices"
+	"strconv"
 	"time"
+
+	"github.com/windowaggregator/windowaggregator/processor/serieskey"
 )
 
 // The operator's view (issue 34, in progress): what the window_aggregator_view extension serves, read
@@ -36,14 +39,24 @@ type SourceView struct {
 
 // AggregationView is one aggregation: its series, its open windows and its records by outcome.
 type AggregationView struct {
-	Name            string       `json:"name"`
-	Signal          string       `json:"signal"`
-	Series          int64        `json:"series"`
-	MaxSeries       int          `json:"max_series"`
-	OpenWindows     int          `json:"open_windows"`
-	Windows         []WindowView `json:"windows"` // at most the view's top, earliest first
-	Records         RecordCounts `json:"records"`
-	OverflowRecords *int64       `json:"overflow_records"` // the component's, all aggregations together
+	Name        string       `json:"name"`
+	Signal      string       `json:"signal"`
+	Series      int64        `json:"series"`
+	MaxSeries   int          `json:"max_series"`
+	OpenWindows int          `json:"open_windows"`
+	Windows     []WindowView `json:"windows"` // at most the view's top, earliest first
+	Records     RecordCounts `json:"records"`
+	// TopSeries are the series with the most records in the last window W has closed, which ended
+	// at LastWindowEnd: at most the view's top, most first.
+	TopSeries       []SeriesRecords `json:"top_series"`
+	LastWindowEnd   *time.Time      `json:"last_window_end"`
+	OverflowRecords *int64          `json:"overflow_records"` // the component's, all aggregations together
+}
+
+// SeriesRecords is a series, by its group_by values, and its records in a window.
+type SeriesRecords struct {
+	Series  map[string]string `json:"series"`
+	Records uint64            `json:"records"`
 }
 
 // WindowView is an open window: it fires when W reaches its end, and takes late records until W
@@ -163,6 +176,14 @@ func (s *shared) view(top int) ComponentView {
 			OpenWindows: open, OverflowRecords: &overflow, Records: RecordCounts{OnTime: on, LateAccepted: late,
 				LateRouted: c.late[lateRouted].Load(), LateDropped: c.late[lateDropped].Load(), LatePassed: c.late[latePassed].Load(),
 				Duplicate: c.duplicate.Load(), Unmatched: c.unmatched.Load()}}
+		heavy, end := e.TopSeries(a.index, top)
+		if end != 0 {
+			t := time.Unix(0, end).UTC()
+			av.LastWindowEnd = &t
+		}
+		for _, sc := range heavy {
+			av.TopSeries = append(av.TopSeries, SeriesRecords{Series: a.decodeKey(sc.Key), Records: sc.Records})
+		}
 		lateness := int64(s.cfg.AllowedLateness)
 		for _, wv := range wins {
 			av.Windows = append(av.Windows, WindowView{Start: time.Unix(0, wv.Start).UTC(), End: time.Unix(0, wv.End).UTC(), Fired: wv.Fired,
@@ -184,5 +205,28 @@ func decodeSourceKey(keys []string, b []byte) map[string]string {
 		out[k] = string(b[m : m+int(n)])
 		b = b[m+int(n):]
 	}
+	return out
+}
+
+// decodeKey reads a series key as the aggregation's group_by values, each as text; a key the
+// record lacked is left out.
+func (a *aggregation) decodeKey(key string) map[string]string {
+	out := make(map[string]string, len(a.groupBy))
+	_ = serieskey.Decode(key, func(i int, v serieskey.Value) {
+		if i >= len(a.groupBy) {
+			return
+		}
+		name := a.groupBy[i].name
+		switch v.Kind {
+		case serieskey.Str, serieskey.Bytes:
+			out[name] = v.Str
+		case serieskey.Int:
+			out[name] = strconv.FormatInt(v.Int, 10)
+		case serieskey.Double:
+			out[name] = strconv.FormatFloat(v.Double, 'g', -1, 64)
+		case serieskey.Bool:
+			out[name] = strconv.FormatBool(v.Bool)
+		}
+	})
 	return out
 }

@@ -59,6 +59,9 @@ lag <b class="lag">{{if .WatermarkLagSeconds}}{{printf "%.1f" (deref .WatermarkL
 {{range .Aggregations}}<h3 class="aggregation" data-name="{{.Name}}">{{.Name}} ({{.Signal}})</h3>
 <p class="summary">series {{.Series}} of max_series {{.MaxSeries}}; records on time {{.Records.OnTime}}, late accepted {{.Records.LateAccepted}}, late routed {{.Records.LateRouted}}, dropped {{.Records.LateDropped}}, passed {{.Records.LatePassed}}, duplicates {{.Records.Duplicate}}, unmatched {{.Records.Unmatched}}</p>
 <svg class="outcomes" width="600" height="100" role="img" aria-label="records by outcome"></svg>
+<table class="top"><tr><th>series with the most records in the last closed window{{if .LastWindowEnd}} (ended {{ts .LastWindowEnd}}){{end}}</th><th>records</th></tr>
+{{range .TopSeries}}<tr><td>{{range $k, $v := .Series}}{{$k}}={{$v}} {{end}}</td><td>{{.Records}}</td></tr>
+{{end}}</table>
 <table class="windows"><tr><th>window</th><th>fires at W</th><th>late records until W</th><th></th></tr>
 {{range .Windows}}<tr><td>{{ts .Start}} - {{ts .End}}</td><td>{{ts .FiresAtW}}</td><td>{{ts .ExpiresAtW}}</td><td>{{if .Fired}}fired{{else}}open{{end}}</td></tr>
 {{end}}</table>
@@ -110,6 +113,11 @@ function draw(c){
   em.textContent="Emission: "+c.emission.queued_points+" points queued, "+c.emission.dropped_points+" dropped"+(c.emission.last_error?"; last error "+c.emission.last_error:"");
   const ck=sec.querySelector(".checkpoint");
   if(ck&&c.checkpoint){ck.textContent="Checkpoint: "+(c.checkpoint.last?"last "+fmt(c.checkpoint.last)+", "+c.checkpoint.bytes+" bytes":"none yet")+(c.checkpoint.error?" "+c.checkpoint.error:"")}
+  const tops=sec.querySelectorAll("table.top");
+  c.aggregations.forEach((a,i)=>{const t=tops[i];if(!t){return}
+    t.replaceChildren(row("th",["series with the most records in the last closed window"+(a.last_window_end?" (ended "+fmt(a.last_window_end)+")":""),"records"]));
+    (a.top_series||[]).forEach(x=>t.appendChild(row("td",[Object.entries(x.series).map(e=>e.join("=")).join(" "),String(x.records)])));
+  });
   const charts=sec.querySelectorAll(".outcomes");
   c.aggregations.forEach((a,i)=>{
     const s=charts[i];if(!s){return}s.replaceChildren();

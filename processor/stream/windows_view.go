@@ -49,3 +49,55 @@ func (e *Engine) OpenWindows(agg, limit int) (views []WindowView, total int) {
 	total = len(views)
 	return views[:min(total, max(limit, 0))], total
 }
+
+// SeriesCount is a series of an aggregation, by its key, and its records (weighted) in a window.
+type SeriesCount struct {
+	Key     string
+	Records uint64
+}
+
+// TopSeries returns at most n of aggregation agg's series with the most records in the last window
+// that W has closed, most first (ties by key), and that window's end (0 with none). It reads the
+// aggregation's series one shard at a time, under that shard's lock, taking only their counts.
+func (e *Engine) TopSeries(agg, n int) (top []SeriesCount, end int64) {
+	if agg < 0 || agg >= len(e.aggs) || n <= 0 {
+		return nil, 0
+	}
+	w, g := e.Watermark(), e.g
+	if w <= minTime+g.size {
+		return nil, 0
+	}
+	end = g.paneStart(w-g.size) + g.size
+	start := end - g.size
+	for _, sh := range e.allShards() {
+		sh.mu.Lock()
+		for _, se := range sh.list {
+			if int(se.agg) != agg {
+				continue
+			}
+			var records uint64
+			for i := range se.panes {
+				p := &se.panes[i]
+				if p.start < start || p.start >= end {
+					continue
+				}
+				if se.head.count > 0 && se.headStart == p.start {
+					records += se.head.count // the head holds the pane's totals meanwhile
+				} else {
+					records += p.total.count
+				}
+			}
+			if records > 0 {
+				top = append(top, SeriesCount{Key: se.key, Records: records})
+			}
+		}
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(top, func(a, b SeriesCount) int {
+		if c := cmp.Compare(b.Records, a.Records); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return top[:min(len(top), n)], end
+}

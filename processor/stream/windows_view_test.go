@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -63,5 +64,33 @@ func TestVerdictsByAggregation(t *testing.T) {
 	}
 	if on, late, exp := h.e.Verdicts(2); on+late+exp != 0 {
 		t.Errorf("an aggregation that does not exist has verdicts")
+	}
+}
+
+// The series with the most records in the last window W has closed, worked out by hand: tumbling
+// 10 s windows, clock at 1030 s. Key a: 3 records in [1010,1020), one in [1020,1030); b: 1 in
+// [1010,1020), weight 5 (counts 5); c: 2 in [1010,1020); d: one in [1000,1010) only. W = 1025: the
+// last window closed is [1010,1020): b 5, a 3, c 2; d none.
+func TestTopSeriesOfTheLastWindow(t *testing.T) {
+	h := newHarness(t, tumbling10s())
+	h.at(1030)
+	b := h.e.Begin(h.clk.Now())
+	for _, r := range []struct {
+		key string
+		t   float64
+		n   uint32
+	}{{"a", 1011, 1}, {"a", 1012, 1}, {"a", 1019, 1}, {"a", 1021, 1}, {"b", 1015, 5}, {"c", 1013, 1}, {"c", 1014, 1}, {"d", 1005, 1}, {"e", 1025, 1}} {
+		b.StageChecked(&Record{Key: []byte(r.key), Time: int64(r.t * float64(sec)), Value: 1, Weight: r.n})
+	}
+	b.Apply(func(int32, Verdict, int64) {})
+	b.End()
+	h.wantW(1025, "the greatest record")
+	top, end := h.e.TopSeries(0, 10)
+	want := []SeriesCount{{"b", 5}, {"a", 3}, {"c", 2}}
+	if end != int64(1020*float64(sec)) || !slices.Equal(top, want) {
+		t.Fatalf("TopSeries = %v, window end %d; want %v, 1020 s", top, end, want)
+	}
+	if top, _ := h.e.TopSeries(0, 2); !slices.Equal(top, want[:2]) {
+		t.Fatalf("TopSeries(2) = %v, want %v", top, want[:2])
 	}
 }
