@@ -41,6 +41,7 @@ type SourceView struct {
 type AggregationView struct {
 	Name        string       `json:"name"`
 	Signal      string       `json:"signal"`
+	GroupBy     []string     `json:"group_by"`
 	Series      int64        `json:"series"`
 	MaxSeries   int          `json:"max_series"`
 	OpenWindows int          `json:"open_windows"`
@@ -172,7 +173,7 @@ func (s *shared) view(top int) ComponentView {
 		wins, open := e.OpenWindows(a.index, top)
 		on, late, _ := e.Verdicts(a.index)
 		c := &s.byAgg[a.index]
-		av := AggregationView{Name: a.name, Signal: a.signal.name, Series: st.ActiveSeries[a.index], MaxSeries: s.cfg.MaxSeries,
+		av := AggregationView{Name: a.name, Signal: a.signal.name, GroupBy: a.groupByNames(), Series: st.ActiveSeries[a.index], MaxSeries: s.cfg.MaxSeries,
 			OpenWindows: open, OverflowRecords: &overflow, Records: RecordCounts{OnTime: on, LateAccepted: late,
 				LateRouted: c.late[lateRouted].Load(), LateDropped: c.late[lateDropped].Load(), LatePassed: c.late[latePassed].Load(),
 				Duplicate: c.duplicate.Load(), Unmatched: c.unmatched.Load()}}
@@ -229,4 +230,13 @@ func (a *aggregation) decodeKey(key string) map[string]string {
 		}
 	})
 	return out
+}
+
+// groupByNames are the aggregation's group_by keys.
+func (a *aggregation) groupByNames() []string {
+	names := make([]string, len(a.groupBy))
+	for i, k := range a.groupBy {
+		names[i] = k.name
+	}
+	return names
 }

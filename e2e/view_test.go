@@ -4,7 +4,8 @@ package e2e
 // built distribution with the window_aggregator_view extension, fed spans from two services of
 // which one is 3 s behind (per_source by service.name): the page shows the W chart with points,
 // the sources table with the slow service marked as holding W back, the aggregation with its
-// records by outcome, and no console error; a screenshot goes to _build/view.png.
+// records by outcome, the explainer answering for the fast service's series, and no console error;
+// a screenshot goes to _build/view.png.
 
 import (
 	"context"
@@ -114,6 +115,15 @@ service:
 	step("the aggregation", err)
 	records, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`p.summary`)))
 	step("its records", err)
+	// The explainer, for the fast service's series.
+	_, err = chromedp.Run(ctx, chromedp.SendKeys(chromedp.CSS(`form.explain input[name="key.service.name"]`), "fast"))
+	step("naming a series", err)
+	_, err = chromedp.Run(ctx, chromedp.Click(chromedp.CSS(`form.explain button`)))
+	step("asking", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS(`.explanation svg.series-chart rect.bar`)))
+	step("the series' chart", err)
+	answer, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.explanation p.answer`)))
+	step("the answer", err)
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: a PNG
 	step("screenshot", err)
 	root, _ := filepath.Abs("..")
@@ -128,6 +138,9 @@ service:
 	}
 	if !strings.Contains(aggregation, "lat (spans)") || !strings.Contains(records, "records on time") || strings.Contains(records, "on time 0,") {
 		t.Errorf("the aggregation: %q, %q; want lat with records on time", aggregation, records)
+	}
+	if !strings.Contains(answer, "window(s) hold its records") {
+		t.Errorf("the explainer for service.name=fast: %q, want its windows", answer)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -76,6 +77,18 @@ func handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(windowaggregator.Views(top))
 	}))
+	mux.HandleFunc("/api/v1/series", readOnly(func(w http.ResponseWriter, r *http.Request) {
+		id, agg, values, err := seriesOf(r)
+		if err == nil {
+			var ex windowaggregator.SeriesExplanation
+			if ex, err = windowaggregator.Explain(id, agg, values); err == nil {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(ex)
+				return
+			}
+		}
+		http.Error(w, err.Error(), http.StatusBadRequest)
+	}))
 	mux.HandleFunc("/", readOnly(servePage))
 	return mux
 }
@@ -110,4 +123,28 @@ func topOf(r *http.Request) (int, error) {
 		return 0, fmt.Errorf("top must be a whole number from 1 to %d, got %q", maxTop, s)
 	}
 	return n, nil
+}
+
+// seriesOf reads the series an operator names: ?component=ID&aggregation=NAME&key.<group_by
+// key>=<value>..., each group_by key the series has.
+func seriesOf(r *http.Request) (id, agg string, values map[string]string, err error) {
+	values = map[string]string{}
+	for k, vs := range r.URL.Query() {
+		switch {
+		case len(vs) != 1:
+			return "", "", nil, fmt.Errorf("query parameter %q is given %d times", k, len(vs))
+		case k == "component":
+			id = vs[0]
+		case k == "aggregation":
+			agg = vs[0]
+		case strings.HasPrefix(k, "key.") && len(k) > len("key."):
+			values[strings.TrimPrefix(k, "key.")] = vs[0]
+		default:
+			return "", "", nil, fmt.Errorf("unknown query parameter %q: the series is named by component, aggregation and key.<group_by key>", k)
+		}
+	}
+	if id == "" || agg == "" {
+		return "", "", nil, errors.New("name the series: component, aggregation and key.<group_by key> for each of its values")
+	}
+	return id, agg, values, nil
 }

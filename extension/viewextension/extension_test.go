@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -161,6 +162,35 @@ func TestComponentsAsJSON(t *testing.T) {
 	if code != http.StatusOK || !holds.MatchString(body) || !strings.Contains(body, "lat (spans)") ||
 		strings.Count(body, "<td>fired</td>") != 1 || strings.Count(body, "<td>open</td>") != 1 {
 		t.Errorf("GET /: %d\n%s", code, body)
+	}
+
+	// The explainer: service a's windows, [1010,1020) (c's late update, 1 record) and [1020,1030)
+	// (ab's 1022, 1 record); a service nobody sent is not seen.
+	code, body = get(t, http.MethodGet, base+"/api/v1/series?component="+url.QueryEscape(v.ID)+"&aggregation=lat&key.service.name=a")
+	var ex windowaggregator.SeriesExplanation
+	if err := json.Unmarshal([]byte(body), &ex); code != http.StatusOK || err != nil || !ex.Found || len(ex.Windows) != 2 ||
+		!ex.Windows[0].End.Equal(at(1020)) || ex.Windows[0].Records != 1 || !ex.Windows[1].End.Equal(at(1030)) || ex.Windows[1].Records != 1 {
+		t.Errorf("explain service a: %d %v %s", code, err, body)
+	}
+	code, body = get(t, http.MethodGet, base+"/api/v1/series?component="+url.QueryEscape(v.ID)+"&aggregation=lat&key.service.name=zz")
+	ex = windowaggregator.SeriesExplanation{}
+	if err := json.Unmarshal([]byte(body), &ex); code != http.StatusOK || err != nil || ex.Found || !strings.HasPrefix(ex.Why, "not seen") ||
+		ex.Records == nil || ex.Records.OnTime != 2 {
+		t.Errorf("explain service zz: %d %v %s", code, err, body)
+	}
+	id := url.QueryEscape(v.ID)
+	for _, q := range []struct{ query, says string }{
+		{"", "name the series"},
+		{"?component=" + id, "name the series"},
+		{"?component=nope&aggregation=lat", "no window_aggregator component"},
+		{"?component=" + id + "&aggregation=nope", "has no aggregation"},
+		{"?component=" + id + "&aggregation=lat&key.route=x", "does not group by"},
+		{"?component=" + id + "&aggregation=lat&other=1", "unknown query parameter"},
+		{"?component=" + id + "&component=x&aggregation=lat", "given 2 times"},
+	} {
+		if code, body := get(t, http.MethodGet, base+"/api/v1/series"+q.query); code != http.StatusBadRequest || !strings.Contains(body, q.says) {
+			t.Errorf("series%s: %d %q, want 400 saying %q", q.query, code, body, q.says)
+		}
 	}
 
 	// Bounded: ?top=1 lists one source and one window, with the totals.

@@ -47,7 +47,7 @@ th{background:#f3f3f3}.holds{background:#fff3c4;font-weight:bold}.idle{color:#88
 <h1>window_aggregator</h1>
 <p id="status">Figures as served; they refresh every second. Lists show at most {{.Top}} entries.</p>
 <div id="components">
-{{range .Components}}<section class="component" data-id="{{.ID}}">
+{{range .Components}}{{$id := .ID}}<section class="component" data-id="{{.ID}}">
 <h2>{{.ID}}</h2>
 <p>W <b class="w">{{if .Watermark}}{{ts .Watermark}}{{else}}none yet{{end}}</b>, wall clock {{ts .WallClock}},
 lag <b class="lag">{{if .WatermarkLagSeconds}}{{printf "%.1f" (deref .WatermarkLagSeconds)}} s{{else}}-{{end}}</b>, held by {{.HeldBy}}.</p>
@@ -62,6 +62,9 @@ lag <b class="lag">{{if .WatermarkLagSeconds}}{{printf "%.1f" (deref .WatermarkL
 <table class="top"><tr><th>series with the most records in the last closed window{{if .LastWindowEnd}} (ended {{ts .LastWindowEnd}}){{end}}</th><th>records</th></tr>
 {{range .TopSeries}}<tr><td>{{range $k, $v := .Series}}{{$k}}={{$v}} {{end}}</td><td>{{.Records}}</td></tr>
 {{end}}</table>
+<form class="explain" data-component="{{$id}}" data-aggregation="{{.Name}}">Explain a series:
+{{range .GroupBy}}<label>{{.}} <input name="key.{{.}}" size="12"></label> {{end}}<button type="submit">explain</button></form>
+<div class="explanation"></div>
 <table class="windows"><tr><th>window</th><th>fires at W</th><th>late records until W</th><th></th></tr>
 {{range .Windows}}<tr><td>{{ts .Start}} - {{ts .End}}</td><td>{{ts .FiresAtW}}</td><td>{{ts .ExpiresAtW}}</td><td>{{if .Fired}}fired{{else}}open{{end}}</td></tr>
 {{end}}</table>
@@ -127,6 +130,30 @@ function draw(c){
     line(s,per("on_time"),"#2da44e");line(s,per("late_accepted"),"#bf8700");line(s,lateSeries,"#cf222e");line(s,per("duplicate"),"#8250df");
   });
 }
+function bars(svg, vals){
+  const w=+svg.getAttribute("width"), h=+svg.getAttribute("height"), m=Math.max(1,...vals), bw=(w-10)/Math.max(1,vals.length);
+  vals.forEach((v,i)=>{const r=document.createElementNS("http://www.w3.org/2000/svg","rect");
+    r.setAttribute("x",5+i*bw);r.setAttribute("width",Math.max(1,bw-3));r.setAttribute("y",h-5-(v/m)*(h-15));r.setAttribute("height",(v/m)*(h-15));
+    r.setAttribute("fill","#1f6feb");r.setAttribute("class","bar");svg.appendChild(r)});
+}
+document.addEventListener("submit",async ev=>{
+  const f=ev.target;if(!f.classList.contains("explain")){return}
+  ev.preventDefault();
+  const q=new URLSearchParams({component:f.dataset.component,aggregation:f.dataset.aggregation});
+  new FormData(f).forEach((v,k)=>{if(v!==""){q.append(k,v)}});
+  const out=f.nextElementSibling;out.replaceChildren();
+  const r=await fetch("/api/v1/series?"+q);
+  if(!r.ok){const p=document.createElement("p");p.className="err";p.textContent=await r.text();out.appendChild(p);return}
+  const x=await r.json();
+  const p=document.createElement("p");p.className="answer";
+  if(!x.found){p.textContent="No such series now. "+x.why;out.appendChild(p);return}
+  p.textContent=x.windows.length+" window(s) hold its records:";out.appendChild(p);
+  const t=document.createElement("table");t.appendChild(row("th",["window","records","sum","fires at W","late records until W",""]));
+  x.windows.forEach(w=>t.appendChild(row("td",[fmt(w.start)+" - "+fmt(w.end),String(w.records),String(w.sum),fmt(w.fires_at_watermark),fmt(w.expires_at_watermark),w.fired?"fired":"open"])));
+  out.appendChild(t);
+  const svg=document.createElementNS("http://www.w3.org/2000/svg","svg");svg.setAttribute("width",300);svg.setAttribute("height",60);svg.setAttribute("class","series-chart");
+  out.appendChild(svg);bars(svg,x.windows.map(w=>w.records));
+});
 async function poll(){
   try{
     const r=await fetch("/api/v1/components?top={{.Top}}");

@@ -57,8 +57,10 @@ type SeriesCount struct {
 }
 
 // TopSeries returns at most n of aggregation agg's series with the most records in the last window
-// that W has closed, most first (ties by key), and that window's end (0 with none). It reads the
-// aggregation's series one shard at a time, under that shard's lock, taking only their counts.
+// that W has closed, most first (ties by key), and that window's end (0 with none). Once that window
+// has expired too (without allowed_lateness, at once), its panes are gone: it is the next window to
+// fire, with the records it has so far. It reads the aggregation's series one shard at a time, under
+// that shard's lock, taking only their counts.
 func (e *Engine) TopSeries(agg, n int) (top []SeriesCount, end int64) {
 	if agg < 0 || agg >= len(e.aggs) || n <= 0 {
 		return nil, 0
@@ -68,6 +70,9 @@ func (e *Engine) TopSeries(agg, n int) (top []SeriesCount, end int64) {
 		return nil, 0
 	}
 	end = g.paneStart(w-g.size) + g.size
+	if g.expired(end, w) {
+		end += g.slide
+	}
 	start := end - g.size
 	for _, sh := range e.allShards() {
 		sh.mu.Lock()
@@ -100,4 +105,80 @@ func (e *Engine) TopSeries(agg, n int) (top []SeriesCount, end int64) {
 		return cmp.Compare(a.Key, b.Key)
 	})
 	return top[:min(len(top), n)], end
+}
+
+// SeriesWindow is a window of one series that holds records and has not expired, with the records
+// (weighted) and the sum of their values that it holds so far.
+type SeriesWindow struct {
+	WindowView
+	Records uint64
+	Sum     float64
+}
+
+// FindSeries returns the windows of aggregation agg's first series whose key match accepts, earliest
+// first, and whether there is one. It reads the aggregation's series one shard at a time, under that
+// shard's lock.
+func (e *Engine) FindSeries(agg int, match func(key string) bool) (windows []SeriesWindow, found bool) {
+	if agg < 0 || agg >= len(e.aggs) {
+		return nil, false
+	}
+	w, g := e.Watermark(), e.g
+	type paneTotals struct {
+		start int64
+		count uint64
+		sum   float64
+	}
+	var panes []paneTotals
+	for _, sh := range e.shards {
+		sh.mu.Lock()
+		for _, se := range sh.list {
+			if int(se.agg) != agg || found || !match(se.key) {
+				continue
+			}
+			found = true
+			for i := range se.panes {
+				p := &se.panes[i]
+				t := p.total
+				if se.head.count > 0 && se.headStart == p.start {
+					t = se.head // the head holds the pane's totals meanwhile
+				}
+				panes = append(panes, paneTotals{p.start, t.count, t.sum})
+			}
+		}
+		sh.mu.Unlock()
+		if found {
+			break
+		}
+	}
+	byEnd := map[int64]*SeriesWindow{}
+	for _, p := range panes {
+		for start := g.paneStart(p.start); start > p.start-g.size; start -= g.slide {
+			end := start + g.size
+			if g.expired(end, w) {
+				continue
+			}
+			sw := byEnd[end]
+			if sw == nil {
+				sw = &SeriesWindow{WindowView: WindowView{Start: start, End: end, Fired: w >= end}}
+				byEnd[end] = sw
+			}
+			sw.Records += p.count
+			sw.Sum += p.sum
+		}
+	}
+	for _, sw := range byEnd {
+		windows = append(windows, *sw)
+	}
+	slices.SortFunc(windows, func(a, b SeriesWindow) int { return cmp.Compare(a.End, b.End) })
+	return windows, found
+}
+
+// Overflowing reports whether aggregation agg holds max_series series and its overflow series holds
+// records: a new series' records go there.
+func (e *Engine) Overflowing(agg int) bool {
+	if agg < 0 || agg >= len(e.aggs) {
+		return false
+	}
+	st := e.Stats()
+	return st.OverflowActive[agg]
 }

@@ -69,10 +69,28 @@ func TestVerdictsByAggregation(t *testing.T) {
 
 // The series with the most records in the last window W has closed, worked out by hand: tumbling
 // 10 s windows, clock at 1030 s. Key a: 3 records in [1010,1020), one in [1020,1030); b: 1 in
-// [1010,1020), weight 5 (counts 5); c: 2 in [1010,1020); d: one in [1000,1010) only. W = 1025: the
-// last window closed is [1010,1020): b 5, a 3, c 2; d none.
+// [1010,1020), weight 5 (counts 5); c: 2 in [1010,1020); d: one in [1000,1010) only; e one in
+// [1020,1030). W = 1025. With 10 s allowed lateness the last window closed, [1010,1020), is kept:
+// b 5, a 3, c 2; d none. Without, it has expired: the next to fire, [1020,1030): a 1, e 1.
 func TestTopSeriesOfTheLastWindow(t *testing.T) {
-	h := newHarness(t, tumbling10s())
+	cfg := tumbling10s()
+	cfg.AllowedLateness = 10 * time.Second
+	top, end := topSeriesOf(t, cfg)
+	want := []SeriesCount{{"b", 5}, {"a", 3}, {"c", 2}}
+	if end != int64(1020*float64(sec)) || !slices.Equal(top, want) {
+		t.Fatalf("with lateness: TopSeries = %v, window end %d; want %v, 1020 s", top, end, want)
+	}
+	top, end = topSeriesOf(t, tumbling10s())
+	want = []SeriesCount{{"a", 1}, {"e", 1}}
+	if end != int64(1030*float64(sec)) || !slices.Equal(top, want) {
+		t.Fatalf("without lateness: TopSeries = %v, window end %d; want %v, 1030 s", top, end, want)
+	}
+}
+
+// topSeriesOf feeds TestTopSeriesOfTheLastWindow's records to an engine of cfg and returns its top
+// series.
+func topSeriesOf(t *testing.T, cfg Config) ([]SeriesCount, int64) {
+	h := newHarness(t, cfg)
 	h.at(1030)
 	b := h.e.Begin(h.clk.Now())
 	for _, r := range []struct {
@@ -85,12 +103,45 @@ func TestTopSeriesOfTheLastWindow(t *testing.T) {
 	b.Apply(func(int32, Verdict, int64) {})
 	b.End()
 	h.wantW(1025, "the greatest record")
-	top, end := h.e.TopSeries(0, 10)
-	want := []SeriesCount{{"b", 5}, {"a", 3}, {"c", 2}}
-	if end != int64(1020*float64(sec)) || !slices.Equal(top, want) {
-		t.Fatalf("TopSeries = %v, window end %d; want %v, 1020 s", top, end, want)
+	if top, _ := h.e.TopSeries(0, 1); len(top) != 1 {
+		t.Fatalf("TopSeries(1) = %v, want one", top)
 	}
-	if top, _ := h.e.TopSeries(0, 2); !slices.Equal(top, want[:2]) {
-		t.Fatalf("TopSeries(2) = %v, want %v", top, want[:2])
+	return h.e.TopSeries(0, 10)
+}
+
+// One series' windows, worked out by hand: sliding 10 s windows every 5 s, 30 s allowed lateness,
+// clock at 1030 s. Key a: values 1 at 1001 and 2 at 1007 (weight 3), 4 at 1012; key b elsewhere. W =
+// 1012: a's panes [1000,1005) {1}, [1005,1010) {2×3}, [1010,1015) {4} are in the windows
+// [995,1005) 1 record, sum 1; [1000,1010) 4, 7; [1005,1015) 4, 10; [1010,1020) 1, 4. The first two
+// have fired. A key nobody sent is not found.
+func TestFindSeries(t *testing.T) {
+	cfg := tumbling10s()
+	cfg.Slide = 5 * time.Second
+	cfg.AllowedLateness = 30 * time.Second
+	h := newHarness(t, cfg)
+	h.at(1030)
+	b := h.e.Begin(h.clk.Now())
+	for _, r := range []struct {
+		key string
+		t   float64
+		v   float64
+		n   uint32
+	}{{"a", 1001, 1, 1}, {"a", 1007, 2, 3}, {"a", 1012, 4, 1}, {"b", 1003, 9, 1}} {
+		b.StageChecked(&Record{Key: []byte(r.key), Time: int64(r.t * float64(sec)), Value: r.v, Weight: r.n})
+	}
+	b.Apply(func(int32, Verdict, int64) {})
+	b.End()
+	h.wantW(1012, "the greatest record")
+	s := func(x float64) int64 { return int64(x * float64(sec)) }
+	got, found := h.e.FindSeries(0, func(k string) bool { return k == "a" })
+	want := []SeriesWindow{
+		{WindowView{s(995), s(1005), true}, 1, 1}, {WindowView{s(1000), s(1010), true}, 4, 7},
+		{WindowView{s(1005), s(1015), false}, 4, 10}, {WindowView{s(1010), s(1020), false}, 1, 4},
+	}
+	if !found || !slices.Equal(got, want) {
+		t.Fatalf("FindSeries(a) = %+v, %v; want %+v", got, found, want)
+	}
+	if got, found := h.e.FindSeries(0, func(k string) bool { return k == "z" }); found || got != nil {
+		t.Fatalf("FindSeries(z) = %+v, %v; want nothing", got, found)
 	}
 }

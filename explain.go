@@ -1,0 +1,87 @@
+package windowaggregator
+
+import (
+	"fmt"
+	"maps"
+	"time"
+)
+
+// SeriesExplanation answers, for one series an operator names, what its windows hold and when each
+// fires; or, when the component holds no such series, why that may be.
+type SeriesExplanation struct {
+	Component   string             `json:"component"`
+	Aggregation string             `json:"aggregation"`
+	Series      map[string]string  `json:"series"`
+	Found       bool               `json:"found"`
+	Windows     []SeriesWindowView `json:"windows"` // its windows that hold records and have not expired, earliest first
+	Why         string             `json:"why,omitempty"`
+	Records     *RecordCounts      `json:"aggregation_records,omitempty"` // the aggregation's, when the series is not found
+}
+
+// SeriesWindowView is a window of the series: what it holds so far and when it fires.
+type SeriesWindowView struct {
+	WindowView
+	Records uint64  `json:"records"`
+	Sum     float64 `json:"sum"`
+}
+
+// Explain finds the series of aggregation name, of component id, whose group_by values are values
+// (every group_by key named, as text; a key left out matches a record that lacked it).
+func Explain(id, name string, values map[string]string) (SeriesExplanation, error) {
+	registryMu.Lock()
+	var s *shared
+	for cid, st := range registry {
+		if cid.String() == id {
+			s = st
+		}
+	}
+	registryMu.Unlock()
+	if s == nil {
+		return SeriesExplanation{}, fmt.Errorf("no window_aggregator component %q is running", id)
+	}
+	var a *aggregation
+	for _, ag := range s.aggs {
+		if ag.name == name {
+			a = ag
+		}
+	}
+	if a == nil {
+		return SeriesExplanation{}, fmt.Errorf("component %q has no aggregation %q", id, name)
+	}
+	for k := range values {
+		if !a.groupsBy(k) {
+			return SeriesExplanation{}, fmt.Errorf("aggregation %q does not group by %q", name, k)
+		}
+	}
+	ex := SeriesExplanation{Component: id, Aggregation: name, Series: values}
+	e := s.engine
+	wins, found := e.FindSeries(a.index, func(key string) bool { return maps.Equal(a.decodeKey(key), values) })
+	ex.Found = found
+	lateness := int64(s.cfg.AllowedLateness)
+	for _, w := range wins {
+		ex.Windows = append(ex.Windows, SeriesWindowView{WindowView: WindowView{Start: time.Unix(0, w.Start).UTC(), End: time.Unix(0, w.End).UTC(),
+			Fired: w.Fired, FiresAtW: time.Unix(0, w.End).UTC(), ExpiresAtW: time.Unix(0, w.End+lateness).UTC()}, Records: w.Records, Sum: w.Sum})
+	}
+	if found {
+		return ex, nil
+	}
+	if e.Overflowing(a.index) {
+		ex.Why = fmt.Sprintf("overflow: the aggregation holds max_series (%d) series, and the records of a new one go to its overflow series", s.cfg.MaxSeries)
+	} else {
+		ex.Why = "not seen: no record with these values was aggregated in a window that has not expired; " +
+			"the aggregation's counts say how many of its signal's records it did not select and how many were late"
+	}
+	rc := s.view(1).Aggregations[a.index].Records
+	ex.Records = &rc
+	return ex, nil
+}
+
+// groupsBy reports whether the aggregation groups by key name.
+func (a *aggregation) groupsBy(name string) bool {
+	for _, k := range a.groupBy {
+		if k.name == name {
+			return true
+		}
+	}
+	return false
+}
