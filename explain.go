@@ -14,8 +14,12 @@ type SeriesExplanation struct {
 	Series      map[string]string  `json:"series"`
 	Found       bool               `json:"found"`
 	Windows     []SeriesWindowView `json:"windows"` // its windows that hold records and have not expired, earliest first
-	Why         string             `json:"why,omitempty"`
-	Records     *RecordCounts      `json:"aggregation_records,omitempty"` // the aggregation's, when the series is not found
+	// LastValues are its last windows as they were emitted since LastValuesSince, when it was first
+	// asked about (see seriesWatch): earliest first, at most watchedWindows.
+	LastValues      []EmittedWindow `json:"last_values"`
+	LastValuesSince time.Time       `json:"last_values_since"`
+	Why             string          `json:"why,omitempty"`
+	Records         *RecordCounts   `json:"aggregation_records,omitempty"` // the aggregation's, when the series is not found
 }
 
 // SeriesWindowView is a window of the series: what it holds so far and when it fires.
@@ -62,17 +66,23 @@ func Explain(id, name string, values map[string]string) (SeriesExplanation, erro
 		ex.Windows = append(ex.Windows, SeriesWindowView{WindowView: WindowView{Start: time.Unix(0, w.Start).UTC(), End: time.Unix(0, w.End).UTC(),
 			Fired: w.Fired, FiresAtW: time.Unix(0, w.End).UTC(), ExpiresAtW: time.Unix(0, w.End+lateness).UTC()}, Records: w.Records, Sum: w.Sum})
 	}
+	ex.LastValues, ex.LastValuesSince = s.watch.ask(a.index, values, time.Unix(0, e.Now()).UTC())
 	if found {
 		return ex, nil
 	}
-	if e.Overflowing(a.index) {
-		ex.Why = fmt.Sprintf("overflow: the aggregation holds max_series (%d) series, and the records of a new one go to its overflow series", s.cfg.MaxSeries)
-	} else {
-		ex.Why = "not seen: no record with these values was aggregated in a window that has not expired; " +
-			"the aggregation's counts say how many of its signal's records it did not select and how many were late"
-	}
-	rc := s.view(1).Aggregations[a.index].Records
+	rc := s.recordCounts(a)
 	ex.Records = &rc
+	late := rc.LateRouted + rc.LateDropped + rc.LatePassed
+	switch {
+	case len(ex.LastValues) > 0:
+		ex.Why = "fired: its windows have fired and taken late records until W passed their end plus allowed_lateness; its last values are listed"
+	case e.Overflowing(a.index):
+		ex.Why = fmt.Sprintf("overflow: the aggregation holds max_series (%d) series, and the records of a new one go to its overflow series", s.cfg.MaxSeries)
+	default:
+		ex.Why = fmt.Sprintf("not seen: no record with these values is in a window that has not expired. Of its signal's records, the aggregation "+
+			"did not select %d (no record matched: its condition or group_by did not hold), and %d came too late for their window (late). "+
+			"Its values are kept from now on: ask again once a window has fired", rc.Unmatched, late)
+	}
 	return ex, nil
 }
 

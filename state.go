@@ -56,6 +56,8 @@ type shared struct {
 	health health
 	// byAgg are each aggregation's records by outcome that the engine does not count, by index
 	byAgg []aggregationCounts
+	// watch keeps the last values of the series an operator asks the view about
+	watch seriesWatch
 
 	// OTTL errors not yet logged, and when they last were (see reportOTTL)
 	ottlLogMu    sync.Mutex
@@ -177,6 +179,9 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	// The collector's, until a restored checkpoint says another (see checkpointer.decode).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
+	s.emitter.SetObserver(func(r *stream.Result) {
+		s.watch.observe(r, func(agg int, key string) map[string]string { return s.aggs[agg].decodeKey(key) })
+	})
 	s.byAgg = make([]aggregationCounts, len(s.aggs))
 	if err := s.observe(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
@@ -48,9 +49,11 @@ type AggregationView struct {
 	Windows     []WindowView `json:"windows"` // at most the view's top, earliest first
 	Records     RecordCounts `json:"records"`
 	// TopSeries are the series with the most records in the last window W has closed, which ended
-	// at LastWindowEnd: at most the view's top, most first.
+	// at LastWindowEnd, or, once that window has expired, in the next window to fire
+	// (LastWindowFired false): at most the view's top, most first.
 	TopSeries       []SeriesRecords `json:"top_series"`
 	LastWindowEnd   *time.Time      `json:"last_window_end"`
+	LastWindowFired bool            `json:"last_window_fired"`
 	OverflowRecords *int64          `json:"overflow_records"` // the component's, all aggregations together
 }
 
@@ -101,31 +104,61 @@ type EmissionView struct {
 // Views returns every running window_aggregator component id of this process, by id, with at most
 // top sources and windows each.
 func Views(top int) []ComponentView {
+	states := running()
+	views := make([]ComponentView, 0, len(states))
+	for _, s := range states {
+		views = append(views, s.view(top))
+	}
+	return views
+}
+
+// ComponentSample is what the view's history keeps of a component id at a moment: W, its lag
+// behind the wall clock, and each aggregation's records by outcome since the start.
+type ComponentSample struct {
+	ID                  string         `json:"-"`
+	WallClock           time.Time      `json:"wall_clock"`
+	Watermark           *time.Time     `json:"watermark"`
+	WatermarkLagSeconds *float64       `json:"watermark_lag_seconds"`
+	Records             []RecordCounts `json:"records"` // by aggregation, in the order of ComponentView.Aggregations
+}
+
+// Samples returns a ComponentSample of every running window_aggregator component id, by id: a
+// reading cheaper than Views, for a history taken every second. It also forgets the series that the
+// explainer was not asked about for a while.
+func Samples() []ComponentSample {
+	states := running()
+	out := make([]ComponentSample, 0, len(states))
+	for _, s := range states {
+		now := s.engine.Now()
+		s.watch.forgetStale(time.Unix(0, now))
+		c := ComponentSample{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), Records: make([]RecordCounts, len(s.aggs))}
+		if w := s.engine.Watermark(); w > 0 {
+			t, lag := time.Unix(0, w).UTC(), float64(now-w)/1e9
+			c.Watermark, c.WatermarkLagSeconds = &t, &lag
+		}
+		for i, a := range s.aggs {
+			c.Records[i] = s.recordCounts(a)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// running returns the component ids that have started, by id.
+func running() []*shared {
 	registryMu.Lock()
 	states := make([]*shared, 0, len(registry))
 	for _, s := range registry {
 		states = append(states, s)
 	}
 	registryMu.Unlock()
-	views := make([]ComponentView, 0, len(states))
-	for _, s := range states {
+	states = slices.DeleteFunc(states, func(s *shared) bool {
 		s.mu.Lock()
-		started := s.started
-		s.mu.Unlock()
-		if started {
-			views = append(views, s.view(top))
-		}
-	}
-	slices.SortFunc(views, func(a, b ComponentView) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
+		defer s.mu.Unlock()
+		return !s.started
 	})
-	return views
+	slices.SortFunc(states, func(a, b *shared) int { return strings.Compare(a.id.String(), b.id.String()) })
+	return states
 }
 
 // view reads the component id's figures.
@@ -171,16 +204,12 @@ func (s *shared) view(top int) ComponentView {
 	overflow := int64(st.OverflowRecords)
 	for _, a := range s.aggs {
 		wins, open := e.OpenWindows(a.index, top)
-		on, late, _ := e.Verdicts(a.index)
-		c := &s.byAgg[a.index]
 		av := AggregationView{Name: a.name, Signal: a.signal.name, GroupBy: a.groupByNames(), Series: st.ActiveSeries[a.index], MaxSeries: s.cfg.MaxSeries,
-			OpenWindows: open, OverflowRecords: &overflow, Records: RecordCounts{OnTime: on, LateAccepted: late,
-				LateRouted: c.late[lateRouted].Load(), LateDropped: c.late[lateDropped].Load(), LatePassed: c.late[latePassed].Load(),
-				Duplicate: c.duplicate.Load(), Unmatched: c.unmatched.Load()}}
+			OpenWindows: open, OverflowRecords: &overflow, Records: s.recordCounts(a)}
 		heavy, end := e.TopSeries(a.index, top)
 		if end != 0 {
 			t := time.Unix(0, end).UTC()
-			av.LastWindowEnd = &t
+			av.LastWindowEnd, av.LastWindowFired = &t, st.Watermark >= end
 		}
 		for _, sc := range heavy {
 			av.TopSeries = append(av.TopSeries, SeriesRecords{Series: a.decodeKey(sc.Key), Records: sc.Records})
@@ -193,6 +222,14 @@ func (s *shared) view(top int) ComponentView {
 		v.Aggregations = append(v.Aggregations, av)
 	}
 	return v
+}
+
+// recordCounts are aggregation a's records by outcome since the start.
+func (s *shared) recordCounts(a *aggregation) RecordCounts {
+	on, late, _ := s.engine.Verdicts(a.index)
+	c := &s.byAgg[a.index]
+	return RecordCounts{OnTime: on, LateAccepted: late, LateRouted: c.late[lateRouted].Load(), LateDropped: c.late[lateDropped].Load(),
+		LatePassed: c.late[latePassed].Load(), Duplicate: c.duplicate.Load(), Unmatched: c.unmatched.Load()}
 }
 
 // decodeSourceKey reads a source key as setSource writes it: each per_source value, its length first.

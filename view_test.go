@@ -1,6 +1,7 @@
 package windowaggregator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +40,60 @@ func TestViewCountsRecordsByAggregation(t *testing.T) {
 		if got[i].Records != w {
 			t.Errorf("%s: %+v, want %+v", got[i].Name, got[i].Records, w)
 		}
+	}
+	// The history's reading has the same counts, and W 16 s, 1000 s - 16 s behind the fake clock.
+	var sample *ComponentSample
+	for _, s := range Samples() {
+		if s.ID == lookup(t).id.String() {
+			sample = &s
+		}
+	}
+	if sample == nil || len(sample.Records) != 2 || sample.Records[0] != want[0] || sample.Records[1] != want[1] ||
+		sample.Watermark == nil || sample.Watermark.Unix() != 16 || *sample.WatermarkLagSeconds != 984 {
+		t.Errorf("sample %+v", sample)
+	}
+}
+
+// The explainer keeps the values of a series once asked about it, worked out by hand. 10 s windows,
+// no lateness, no out-of-orderness: W is the greatest end seen.
+//   - Asked about service a before any record: not seen, no values.
+//   - a: 5 ms at 1 s, 7 ms at 2 s; b: 100 ms at 3 s; then a: 1 ms at 12 s, W 12 fires [0,10): a's
+//     2 records, sum 12, avg 6, min 5, max 7 (b's window is not a's).
+//   - c: 4 ms at 25 s, W 25 fires [10,20): a's 1 record, sum 1. a holds no window now: its last
+//     values are both windows, and why says they fired.
+func TestExplainKeepsTheLastValues(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.Watermark.MaxOutOfOrderness = 0
+	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: keys("service.name"), Outputs: []string{"count", "sum", "min", "max"}}}
+	h := newConnectorHarness(t, cfg, false)
+	id := lookup(t).id.String()
+	a := map[string]string{"service.name": "a"}
+	ex, err := Explain(id, "lat", a)
+	if err != nil || ex.Found || len(ex.LastValues) != 0 || !strings.HasPrefix(ex.Why, "not seen") {
+		t.Fatalf("before any record: %+v %v", ex, err)
+	}
+	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 5, id: 1}, spanSpec{service: "a", end: 2, ms: 7, id: 2}, spanSpec{service: "b", end: 3, ms: 100, id: 3}))
+	h.sendTraces(traces(spanSpec{service: "a", end: 12, ms: 1, id: 4}))
+	ex, err = Explain(id, "lat", a)
+	at := func(s float64) time.Time { return time.Unix(0, int64(s*1e9)).UTC() }
+	if err != nil || !ex.Found || len(ex.Windows) != 1 || !ex.Windows[0].End.Equal(at(20)) || ex.Windows[0].Records != 1 || len(ex.LastValues) != 1 {
+		t.Fatalf("after [0,10) fired: %+v %v", ex, err)
+	}
+	first := ex.LastValues[0]
+	if !first.Start.Equal(at(0)) || !first.End.Equal(at(10)) || first.Records != 2 || first.Sum != 12 || first.Avg == nil || *first.Avg != 6 ||
+		*first.Min != 5 || *first.Max != 7 || first.LateFirings != 0 {
+		t.Errorf("[0,10) of a: %+v", first)
+	}
+	h.sendTraces(traces(spanSpec{service: "c", end: 25, ms: 4, id: 5}))
+	ex, err = Explain(id, "lat", a)
+	if err != nil || ex.Found || len(ex.Windows) != 0 || len(ex.LastValues) != 2 || !strings.HasPrefix(ex.Why, "fired") {
+		t.Fatalf("after [10,20) fired: %+v %v", ex, err)
+	}
+	if second := ex.LastValues[1]; !second.End.Equal(at(20)) || second.Records != 1 || second.Sum != 1 || *second.Max != 1 {
+		t.Errorf("[10,20) of a: %+v", second)
+	}
+	if _, err := Explain(id, "lat", map[string]string{"route": "x"}); err == nil {
+		t.Error("a key the aggregation does not group by is not refused")
 	}
 }

@@ -2,9 +2,11 @@ package e2e
 
 // The operator's view in a real browser: Debian's chromium, headless, driven by chromedp, against the
 // built distribution with the window_aggregator_view extension, fed spans from two services of
-// which one is 3 s behind (per_source by service.name): the page shows the W chart with points,
+// which one is 3 s behind (per_source by service.name): the page shows the W chart with points (the
+// extension's history, drawn at once when the page is opened again), the records by outcome chart,
 // the sources table with the slow service marked as holding W back, the aggregation with its
-// records by outcome, the explainer answering for the fast service's series, and no console error;
+// records by outcome, the explainer answering for the fast service's series with its windows and
+// its last emitted values, and no console error;
 // a screenshot goes to _build/view.png.
 
 import (
@@ -105,33 +107,55 @@ service:
 	step("navigate", err)
 	_, err = chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS(`svg.wchart path.series`)))
 	step("the W chart", err)
-	_, err = chromedp.Run(ctx, chromedp.Sleep(3*time.Second)) // a few more polls: more points, both sources
+	_, err = chromedp.Run(ctx, chromedp.Sleep(3*time.Second)) // a few more readings: both sources
 	step("wait", err)
+	// Opened again, the page draws the extension's history at once: more points than its own polls.
+	_, err = chromedp.Run(ctx, chromedp.Navigate(url))
+	step("navigate again", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS(`svg.wchart path.series`)))
+	step("the W chart", err)
 	points, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelector("svg.wchart path.series").getAttribute("d").split("L").length`))
 	step("the W chart's points", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS(`svg.outcomes path.series`)))
+	step("the records by outcome chart", err)
 	holder, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`table.sources tr.holds`)))
 	step("the source holding W", err)
 	aggregation, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`h3.aggregation`)))
 	step("the aggregation", err)
 	records, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`p.summary`)))
 	step("its records", err)
-	// The explainer, for the fast service's series.
+	// The explainer, for the fast service's series: asked once, it keeps the series' values; asked
+	// again once windows have fired, it shows them.
 	_, err = chromedp.Run(ctx, chromedp.SendKeys(chromedp.CSS(`form.explain input[name="key.service.name"]`), "fast"))
 	step("naming a series", err)
 	_, err = chromedp.Run(ctx, chromedp.Click(chromedp.CSS(`form.explain button`)))
 	step("asking", err)
-	_, err = chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS(`.explanation svg.series-chart rect.bar`)))
-	step("the series' chart", err)
+	_, err = chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS(`.explanation p.answer`)))
+	step("the first answer", err)
+	// W is 8 s behind the wall clock (the slow service's 3 s and max_out_of_orderness): the
+	// series' first windows fire some seconds after the first question.
+	for shown := false; !shown; {
+		_, err = chromedp.Run(ctx, chromedp.Sleep(time.Second))
+		step("wait for windows to fire", err)
+		_, err = chromedp.Run(ctx, chromedp.Click(chromedp.CSS(`form.explain button`)))
+		step("asking again", err)
+		_, err = chromedp.Run(ctx, chromedp.WaitVisible(chromedp.CSS(`.explanation p.last`)))
+		step("the answer", err)
+		shown, err = chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector(".explanation svg.series-chart rect.bar") !== null`))
+		step("the series' last values", err)
+	}
 	answer, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.explanation p.answer`)))
 	step("the answer", err)
+	last, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.explanation p.last`)))
+	step("its last values", err)
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: a PNG
 	step("screenshot", err)
 	root, _ := filepath.Abs("..")
 	if err := os.WriteFile(filepath.Join(root, "_build", "view.png"), shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if points < 3 {
-		t.Errorf("the W chart has %d points, want at least 3", points)
+	if points < 4 {
+		t.Errorf("the W chart, drawn at once on opening the page again, has %d points, want the history's, at least 4", points)
 	}
 	if !strings.Contains(holder, "service.name=slow") || !strings.Contains(holder, "holds W back") {
 		t.Errorf("the row marked as holding W back: %q, want the slow service", holder)
@@ -139,8 +163,8 @@ service:
 	if !strings.Contains(aggregation, "lat (spans)") || !strings.Contains(records, "records on time") || strings.Contains(records, "on time 0,") {
 		t.Errorf("the aggregation: %q, %q; want lat with records on time", aggregation, records)
 	}
-	if !strings.Contains(answer, "window(s) hold its records") {
-		t.Errorf("the explainer for service.name=fast: %q, want its windows", answer)
+	if !strings.Contains(answer, "window(s) hold its records") || !strings.Contains(last, "Its last emitted windows") {
+		t.Errorf("the explainer for service.name=fast: %q, %q; want its windows and its last values", answer, last)
 	}
 	mu.Lock()
 	defer mu.Unlock()

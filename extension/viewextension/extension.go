@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -33,6 +34,10 @@ type viewExtension struct {
 	server *http.Server
 	addr   string // where it listens
 	done   chan struct{}
+	// history is read every sampleEvery by a goroutine that stops when stop is closed, and sampled
+	// is closed once it has.
+	history       *history
+	stop, sampled chan struct{}
 }
 
 func (x *viewExtension) Start(ctx context.Context, host component.Host) error {
@@ -40,7 +45,8 @@ func (x *viewExtension) Start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return fmt.Errorf("window_aggregator_view: cannot listen on %s: %w", x.cfg.NetAddr.Endpoint, err)
 	}
-	x.server, err = x.cfg.ToServer(ctx, host.GetExtensions(), x.set.TelemetrySettings, handler())
+	x.history = newHistory()
+	x.server, err = x.cfg.ToServer(ctx, host.GetExtensions(), x.set.TelemetrySettings, handler(x.history))
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -52,6 +58,13 @@ func (x *viewExtension) Start(ctx context.Context, host component.Host) error {
 			x.set.Logger.Error("The window_aggregator view stopped serving", zap.Error(err))
 		}
 	}()
+	x.stop, x.sampled = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(x.sampled)
+		ticker := time.NewTicker(sampleEvery)
+		defer ticker.Stop()
+		x.history.sample(ticker.C, x.stop)
+	}()
 	x.set.Logger.Info("Serving the window_aggregator view", zap.String("address", "http://"+ln.Addr().String()+"/"))
 	return nil
 }
@@ -60,14 +73,24 @@ func (x *viewExtension) Shutdown(ctx context.Context) error {
 	if x.server == nil {
 		return nil
 	}
+	close(x.stop)
+	<-x.sampled
 	err := x.server.Shutdown(ctx)
 	<-x.done
 	return err
 }
 
-// handler serves the view, read only: GET and HEAD, else 405.
-func handler() http.Handler {
+// handler serves the view, read only: GET and HEAD, else 405; the charts' readings from h.
+func handler(h *history) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/history", readOnly(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.URL.Query()) > 0 {
+			http.Error(w, "the history takes no query parameter", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(h.read())
+	}))
 	mux.HandleFunc("/api/v1/components", readOnly(func(w http.ResponseWriter, r *http.Request) {
 		top, err := topOf(r)
 		if err != nil {

@@ -147,7 +147,7 @@ func TestComponentsAsJSON(t *testing.T) {
 	}
 	// The last window W has closed is [1010,1020): service a's one record there, c's late update.
 	if len(a.TopSeries) != 1 || a.TopSeries[0].Series["service.name"] != "a" || a.TopSeries[0].Records != 1 ||
-		a.LastWindowEnd == nil || !a.LastWindowEnd.Equal(at(1020)) {
+		a.LastWindowEnd == nil || !a.LastWindowEnd.Equal(at(1020)) || !a.LastWindowFired {
 		t.Errorf("top series %+v of the window ending %v, want service.name a with 1 record, 1020 s", a.TopSeries, a.LastWindowEnd)
 	}
 	if a.OpenWindows != 2 || len(a.Windows) != 2 || !a.Windows[0].End.Equal(at(1020)) || !a.Windows[0].Fired ||

@@ -9,7 +9,8 @@ import (
 
 // The page for a person (GET /): as served it holds the figures in tables, so that it reads without
 // scripting; its script then polls the JSON every second and draws, as inline SVG, W's lag behind the
-// wall clock and each aggregation's records by outcome since the page was opened. No external
+// wall clock and each aggregation's records per second by outcome over the extension's history (the
+// last historyLength readings) and what it has polled since. No external
 // script, style or font: it works without internet.
 
 // page renders the components' view.
@@ -51,15 +52,15 @@ th{background:#f3f3f3}.holds{background:#fff3c4;font-weight:bold}.idle{color:#88
 <h2>{{.ID}}</h2>
 <p>W <b class="w">{{if .Watermark}}{{ts .Watermark}}{{else}}none yet{{end}}</b>, wall clock {{ts .WallClock}},
 lag <b class="lag">{{if .WatermarkLagSeconds}}{{printf "%.1f" (deref .WatermarkLagSeconds)}} s{{else}}-{{end}}</b>, held by {{.HeldBy}}.</p>
-<svg class="wchart" width="600" height="120" role="img" aria-label="W lag behind the wall clock"></svg>
+<svg class="wchart" width="720" height="130" role="img" aria-label="W lag behind the wall clock"></svg>
 {{if .Sources}}<h3>Sources ({{.SourcesTotal}})</h3><table class="sources"><tr><th>source</th><th>W</th><th>last seen</th><th></th></tr>
 {{range .Sources}}<tr class="{{if .HoldsBack}}holds{{end}}{{if .Idle}} idle{{end}}"><td>{{if .Shared}}(shared){{else}}{{range $k, $v := .Source}}{{$k}}={{$v}} {{end}}{{end}}</td>
 <td>{{if .Watermark}}{{ts .Watermark}}{{end}}</td><td>{{ts .LastSeen}}</td><td>{{if .HoldsBack}}holds W back{{else if .Idle}}idle{{end}}</td></tr>
 {{end}}</table>{{end}}
 {{range .Aggregations}}<h3 class="aggregation" data-name="{{.Name}}">{{.Name}} ({{.Signal}})</h3>
 <p class="summary">series {{.Series}} of max_series {{.MaxSeries}}; records on time {{.Records.OnTime}}, late accepted {{.Records.LateAccepted}}, late routed {{.Records.LateRouted}}, dropped {{.Records.LateDropped}}, passed {{.Records.LatePassed}}, duplicates {{.Records.Duplicate}}, unmatched {{.Records.Unmatched}}</p>
-<svg class="outcomes" width="600" height="100" role="img" aria-label="records by outcome"></svg>
-<table class="top"><tr><th>series with the most records in the last closed window{{if .LastWindowEnd}} (ended {{ts .LastWindowEnd}}){{end}}</th><th>records</th></tr>
+<svg class="outcomes" width="720" height="110" role="img" aria-label="records per second by outcome"></svg>
+<table class="top"><tr><th>series with the most records in {{if .LastWindowFired}}the last closed window{{else}}the next window to fire{{end}}{{if .LastWindowEnd}} (ending {{ts .LastWindowEnd}}){{end}}</th><th>records</th></tr>
 {{range .TopSeries}}<tr><td>{{range $k, $v := .Series}}{{$k}}={{$v}} {{end}}</td><td>{{.Records}}</td></tr>
 {{end}}</table>
 <form class="explain" data-component="{{$id}}" data-aggregation="{{.Name}}">Explain a series:
@@ -76,29 +77,51 @@ lag <b class="lag">{{if .WatermarkLagSeconds}}{{printf "%.1f" (deref .WatermarkL
 {{end}}</div>
 <script>
 "use strict";
-const hist = {}; // by component id: the polls since the page opened, [{t, lag, aggs}]
+// By component id, readings [{t, lag, recs}] earliest first: the extension's history at load, then
+// each poll. The charts draw the last 300.
+const hist = {};
+const NS="http://www.w3.org/2000/svg";
 function fmt(s){return s?new Date(s).toISOString().substring(11,23):""}
+function hms(ms){return new Date(ms).toISOString().substring(11,19)}
 function row(tag,cells){const tr=document.createElement("tr");cells.forEach(v=>{const c=document.createElement(tag);c.textContent=v;tr.appendChild(c)});return tr}
-function line(svg, pts, color){
-  if(pts.length<2){return}
-  const w=+svg.getAttribute("width"), h=+svg.getAttribute("height");
-  const xs=pts.map(p=>p[0]), ys=pts.map(p=>p[1]);
-  const x0=Math.min(...xs), x1=Math.max(...xs), y1=Math.max(1,...ys);
-  const d=pts.map((p,i)=>(i?"L":"M")+((p[0]-x0)/(x1-x0||1)*(w-40)+35).toFixed(1)+","+(h-15-(p[1]/y1)*(h-25)).toFixed(1)).join("");
-  const el=document.createElementNS("http://www.w3.org/2000/svg","path");
-  el.setAttribute("d",d);el.setAttribute("fill","none");el.setAttribute("stroke",color);el.setAttribute("class","series");
-  svg.appendChild(el);
-  const t=document.createElementNS("http://www.w3.org/2000/svg","text");
-  t.setAttribute("x",2);t.setAttribute("y",12);t.setAttribute("font-size",10);t.textContent=y1.toFixed(1);svg.appendChild(t);
+function svgEl(tag,attrs,text){const el=document.createElementNS(NS,tag);for(const k in attrs){el.setAttribute(k,attrs[k])}if(text!=null){el.textContent=text}return el}
+// chart draws lines [{name, color, pts:[[t,y]]}] on one scale: the greatest y at the top left,
+// the first and last times under the axis, and a legend on the right.
+function chart(svg, lines, unit){
+  svg.replaceChildren();
+  const w=+svg.getAttribute("width"), h=+svg.getAttribute("height"), left=48, right=w-130, top=8, bottom=h-18;
+  const all=lines.flatMap(l=>l.pts);
+  svg.appendChild(svgEl("line",{x1:left,y1:bottom,x2:right,y2:bottom,stroke:"#999"}));
+  svg.appendChild(svgEl("line",{x1:left,y1:top,x2:left,y2:bottom,stroke:"#999"}));
+  if(all.length<2){svg.appendChild(svgEl("text",{x:left+6,y:top+14,"font-size":11,fill:"#666"},"waiting for readings"));return}
+  const x0=Math.min(...all.map(p=>p[0])), x1=Math.max(...all.map(p=>p[0])), y1=Math.max(1e-9,...all.map(p=>p[1]));
+  const X=t=>left+(t-x0)/(x1-x0||1)*(right-left), Y=v=>bottom-(v/y1)*(bottom-top);
+  svg.appendChild(svgEl("text",{x:left-4,y:top+9,"font-size":10,"text-anchor":"end",class:"ymax"},(+y1.toPrecision(3))+unit));
+  svg.appendChild(svgEl("text",{x:left-4,y:bottom,"font-size":10,"text-anchor":"end"},"0"));
+  svg.appendChild(svgEl("text",{x:left,y:h-4,"font-size":10},hms(x0)));
+  svg.appendChild(svgEl("text",{x:right,y:h-4,"font-size":10,"text-anchor":"end"},hms(x1)));
+  lines.forEach((l,i)=>{
+    if(l.pts.length>1){svg.appendChild(svgEl("path",{d:l.pts.map((p,j)=>(j?"L":"M")+X(p[0]).toFixed(1)+","+Y(p[1]).toFixed(1)).join(""),fill:"none",stroke:l.color,class:"series"}))}
+    svg.appendChild(svgEl("rect",{x:right+10,y:top+i*15,width:10,height:10,fill:l.color}));
+    svg.appendChild(svgEl("text",{x:right+24,y:top+i*15+9,"font-size":11},l.name));
+  });
 }
+function remember(id,t,lag,recs){
+  const h=hist[id]=hist[id]||[];
+  if(h.length&&h[h.length-1].t>=t){return}
+  if(h.length&&h[h.length-1].recs.length!==recs.length){h.length=0}
+  h.push({t,lag,recs});if(h.length>300){h.splice(0,h.length-300)}
+}
+const late=r=>r.late_routed+r.late_dropped+r.late_passed;
+const outcomes=[["on time",r=>r.on_time,"#2da44e"],["late accepted",r=>r.late_accepted,"#bf8700"],["late",late,"#cf222e"],["duplicate",r=>r.duplicate,"#8250df"],["unmatched",r=>r.unmatched,"#57606a"]];
 function draw(c){
   const sec=document.querySelector('section.component[data-id="'+CSS.escape(c.id)+'"]');
   if(!sec){location.reload();return}
-  const h=hist[c.id]=(hist[c.id]||[]).concat([{t:Date.parse(c.wall_clock),lag:c.watermark_lag_seconds,aggs:c.aggregations}]).slice(-300);
+  remember(c.id,Date.parse(c.wall_clock),c.watermark_lag_seconds,c.aggregations.map(a=>a.records));
+  const h=hist[c.id];
   sec.querySelector(".w").textContent=c.watermark?fmt(c.watermark):"none yet";
   sec.querySelector(".lag").textContent=c.watermark_lag_seconds==null?"-":c.watermark_lag_seconds.toFixed(1)+" s";
-  const svg=sec.querySelector(".wchart");svg.replaceChildren();
-  line(svg,h.filter(p=>p.lag!=null).map(p=>[p.t,p.lag]),"#1f6feb");
+  chart(sec.querySelector(".wchart"),[{name:"W lag, s",color:"#1f6feb",pts:h.filter(p=>p.lag!=null).map(p=>[p.t,p.lag])}]," s");
   const tbl=sec.querySelector("table.sources");
   if(tbl&&c.sources){
     tbl.replaceChildren(row("th",["source","W","last seen",""]));
@@ -118,24 +141,22 @@ function draw(c){
   if(ck&&c.checkpoint){ck.textContent="Checkpoint: "+(c.checkpoint.last?"last "+fmt(c.checkpoint.last)+", "+c.checkpoint.bytes+" bytes":"none yet")+(c.checkpoint.error?" "+c.checkpoint.error:"")}
   const tops=sec.querySelectorAll("table.top");
   c.aggregations.forEach((a,i)=>{const t=tops[i];if(!t){return}
-    t.replaceChildren(row("th",["series with the most records in the last closed window"+(a.last_window_end?" (ended "+fmt(a.last_window_end)+")":""),"records"]));
+    t.replaceChildren(row("th",["series with the most records in "+(a.last_window_fired?"the last closed window":"the next window to fire")+(a.last_window_end?" (ending "+fmt(a.last_window_end)+")":""),"records"]));
     (a.top_series||[]).forEach(x=>t.appendChild(row("td",[Object.entries(x.series).map(e=>e.join("=")).join(" "),String(x.records)])));
   });
   const charts=sec.querySelectorAll(".outcomes");
-  c.aggregations.forEach((a,i)=>{
-    const s=charts[i];if(!s){return}s.replaceChildren();
-    const per=k=>h.slice(1).map((p,j)=>[p.t,Math.max(0,p.aggs[i].records[k]-h[j].aggs[i].records[k])]);
-    const late=r=>r.late_routed+r.late_dropped+r.late_passed;
-    const lateSeries=h.slice(1).map((p,j)=>[p.t,Math.max(0,late(p.aggs[i].records)-late(h[j].aggs[i].records))]);
-    line(s,per("on_time"),"#2da44e");line(s,per("late_accepted"),"#bf8700");line(s,lateSeries,"#cf222e");line(s,per("duplicate"),"#8250df");
+  c.aggregations.forEach((a,i)=>{if(!charts[i]){return}
+    // records per second by outcome: the difference of two readings over the seconds between them
+    chart(charts[i],outcomes.map(([name,f,color])=>({name,color,pts:h.slice(1).map((p,j)=>[p.t,Math.max(0,f(p.recs[i])-f(h[j].recs[i]))/Math.max(.001,(p.t-h[j].t)/1000)])})),"/s");
   });
 }
 function bars(svg, vals){
-  const w=+svg.getAttribute("width"), h=+svg.getAttribute("height"), m=Math.max(1,...vals), bw=(w-10)/Math.max(1,vals.length);
-  vals.forEach((v,i)=>{const r=document.createElementNS("http://www.w3.org/2000/svg","rect");
-    r.setAttribute("x",5+i*bw);r.setAttribute("width",Math.max(1,bw-3));r.setAttribute("y",h-5-(v/m)*(h-15));r.setAttribute("height",(v/m)*(h-15));
-    r.setAttribute("fill","#1f6feb");r.setAttribute("class","bar");svg.appendChild(r)});
+  const w=+svg.getAttribute("width"), h=+svg.getAttribute("height"), m=Math.max(1,...vals), bw=(w-50)/Math.max(1,vals.length);
+  svg.appendChild(svgEl("text",{x:40,y:12,"font-size":10,"text-anchor":"end"},String(m)));
+  vals.forEach((v,i)=>svg.appendChild(svgEl("rect",{x:45+i*bw,width:Math.max(1,bw-3),y:h-5-(v/m)*(h-15),height:(v/m)*(h-15),fill:"#1f6feb",class:"bar"})));
 }
+function table(head,rows){const t=document.createElement("table");t.appendChild(row("th",head));rows.forEach(r=>t.appendChild(row("td",r)));return t}
+const num=v=>v==null?"":String(+v.toPrecision(6));
 document.addEventListener("submit",async ev=>{
   const f=ev.target;if(!f.classList.contains("explain")){return}
   ev.preventDefault();
@@ -145,14 +166,17 @@ document.addEventListener("submit",async ev=>{
   const r=await fetch("/api/v1/series?"+q);
   if(!r.ok){const p=document.createElement("p");p.className="err";p.textContent=await r.text();out.appendChild(p);return}
   const x=await r.json();
-  const p=document.createElement("p");p.className="answer";
-  if(!x.found){p.textContent="No such series now. "+x.why;out.appendChild(p);return}
-  p.textContent=x.windows.length+" window(s) hold its records:";out.appendChild(p);
-  const t=document.createElement("table");t.appendChild(row("th",["window","records","sum","fires at W","late records until W",""]));
-  x.windows.forEach(w=>t.appendChild(row("td",[fmt(w.start)+" - "+fmt(w.end),String(w.records),String(w.sum),fmt(w.fires_at_watermark),fmt(w.expires_at_watermark),w.fired?"fired":"open"])));
-  out.appendChild(t);
-  const svg=document.createElementNS("http://www.w3.org/2000/svg","svg");svg.setAttribute("width",300);svg.setAttribute("height",60);svg.setAttribute("class","series-chart");
-  out.appendChild(svg);bars(svg,x.windows.map(w=>w.records));
+  const p=document.createElement("p");p.className="answer";out.appendChild(p);
+  p.textContent=x.found?x.windows.length+" window(s) hold its records now.":"It holds no window now. "+x.why;
+  if(x.windows&&x.windows.length){out.appendChild(table(["window","records","sum","fires at W","late records until W",""],
+    x.windows.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),num(w.sum),fmt(w.fires_at_watermark),fmt(w.expires_at_watermark),w.fired?"fired":"open"])))}
+  const lv=x.last_values||[];
+  const s=document.createElement("p");s.className="last";out.appendChild(s);
+  s.textContent=lv.length?"Its last emitted windows (kept since "+fmt(x.last_values_since)+"):":"No emitted window kept yet: they are kept from the first question ("+fmt(x.last_values_since)+") on.";
+  if(lv.length){
+    const svg=svgEl("svg",{width:360,height:70,class:"series-chart",role:"img","aria-label":"records of its last windows"});out.appendChild(svg);bars(svg,lv.map(w=>w.records));
+    out.appendChild(table(["window","records","sum","avg","min","max","late firings"],lv.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),num(w.sum),num(w.avg),num(w.min),num(w.max),String(w.late_firings)])));
+  }
 });
 async function poll(){
   try{
@@ -160,8 +184,15 @@ async function poll(){
     const cs=await r.json();
     if(cs.length!==document.querySelectorAll("section.component").length){location.reload();return}
     cs.forEach(draw);
-    document.getElementById("status").textContent="Refreshed "+new Date().toLocaleTimeString()+". Lists show at most {{.Top}} entries.";
+    document.getElementById("status").textContent="Refreshed "+new Date().toLocaleTimeString()+". Lists show at most {{.Top}} entries; charts the last 5 minutes.";
   }catch(e){document.getElementById("status").textContent="Cannot refresh: "+e}
 }
-setInterval(poll,1000);poll();
+async function start(){
+  try{
+    const r=await fetch("/api/v1/history");
+    (await r.json()).forEach(c=>c.samples.forEach(s=>remember(c.id,Date.parse(s.wall_clock),s.watermark_lag_seconds,s.records)));
+  }catch(e){}
+  poll();setInterval(poll,1000);
+}
+start();
 </script></body></html>`

@@ -118,6 +118,7 @@ type Emitter struct {
 	// deliveries run in the shutdown path, under its caller's context.
 	background       context.Context
 	cancelBackground context.CancelFunc
+	observe          func(*stream.Result) // nil: none (see SetObserver)
 }
 
 const maxBackoff = 30 * time.Second
@@ -175,6 +176,11 @@ func (em *Emitter) takeDropped() error {
 	em.dropped = nil
 	return err
 }
+
+// SetObserver makes observe see, under mu, every result the emitter takes from the engine, before
+// it is built into data points: the operator's view keeps the last values of the series it is asked
+// about. Before the component runs.
+func (em *Emitter) SetObserver(observe func(*stream.Result)) { em.observe = observe }
 
 // SetDurability makes d the checkpoint the emitter's results wait for: before the component runs.
 func (em *Emitter) SetDurability(d Durability) { em.durability = d }
@@ -279,6 +285,9 @@ func (em *Emitter) Drain(ctx context.Context, mask []bool) {
 }
 
 func (em *Emitter) add(r *stream.Result) {
+	if em.observe != nil {
+		em.observe(r)
+	}
 	em.builders[em.aggs[r.Agg].Input].add(r)
 }
 

@@ -1,0 +1,93 @@
+package viewextension
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator"
+)
+
+// The history the page's charts draw: the extension reads every component id each sampleEvery
+// (windowaggregator.Samples, a copy of a few figures) and keeps the last historyLength readings of
+// each, so that a page opened now shows the last minutes, not only what it has polled since.
+const (
+	sampleEvery   = time.Second
+	historyLength = 300
+)
+
+// ComponentHistory is one component id's readings, earliest first (GET /api/v1/history).
+type ComponentHistory struct {
+	ID      string                             `json:"id"`
+	Samples []windowaggregator.ComponentSample `json:"samples"`
+}
+
+// history holds the readings by component id; an id that is no longer running is dropped once it
+// has been absent for historyLength readings.
+type history struct {
+	mu   sync.Mutex
+	byID map[string]*componentReadings
+}
+
+type componentReadings struct {
+	samples []windowaggregator.ComponentSample
+	absent  int // readings since it was last seen
+}
+
+func newHistory() *history { return &history{byID: map[string]*componentReadings{}} }
+
+// add takes one reading of every running component id.
+func (h *history) add(samples []windowaggregator.ComponentSample) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := make(map[string]bool, len(samples))
+	for _, s := range samples {
+		seen[s.ID] = true
+		c := h.byID[s.ID]
+		if c == nil {
+			c = &componentReadings{}
+			h.byID[s.ID] = c
+		}
+		// A component id restarted with other aggregations starts its history again.
+		if n := len(c.samples); n > 0 && len(c.samples[n-1].Records) != len(s.Records) {
+			c.samples = c.samples[:0]
+		}
+		if len(c.samples) == historyLength {
+			c.samples = slices.Delete(c.samples, 0, 1)
+		}
+		c.samples, c.absent = append(c.samples, s), 0
+	}
+	for id, c := range h.byID {
+		if !seen[id] {
+			if c.absent++; c.absent >= historyLength {
+				delete(h.byID, id)
+			}
+		}
+	}
+}
+
+// read returns a copy of the readings, by id.
+func (h *history) read() []ComponentHistory {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]ComponentHistory, 0, len(h.byID))
+	for id, c := range h.byID {
+		out = append(out, ComponentHistory{ID: id, Samples: slices.Clone(c.samples)})
+	}
+	slices.SortFunc(out, func(a, b ComponentHistory) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// sample reads the components every tick until stop is closed.
+func (h *history) sample(tick <-chan time.Time, stop <-chan struct{}) {
+	h.add(windowaggregator.Samples())
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick:
+			h.add(windowaggregator.Samples())
+		}
+	}
+}

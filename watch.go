@@ -1,0 +1,148 @@
+package windowaggregator
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/windowaggregator/windowaggregator/processor/stream"
+)
+
+// The last values of the series an operator asks about in the view's explainer. The component keeps
+// no values once a window has fired and expired; asking about a series makes it keep that series'
+// next ones: at most maxWatched series per component id, the last watchedWindows windows of each,
+// until nobody has asked about it for watchFor. With no series asked about, a fired result costs one
+// atomic load.
+const (
+	maxWatched     = 16
+	watchedWindows = 12
+	watchFor       = 10 * time.Minute
+)
+
+// EmittedWindow is a window of a series as it was emitted: its records and sum, with its late
+// firings added, and the whole window's average, minimum and maximum (null without a finite value).
+type EmittedWindow struct {
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	Records     uint64    `json:"records"`
+	Sum         float64   `json:"sum"`
+	Avg         *float64  `json:"avg"`
+	Min         *float64  `json:"min"`
+	Max         *float64  `json:"max"`
+	LateFirings int       `json:"late_firings"` // firings after the first, each with the late records it took
+}
+
+// seriesWatch holds the series asked about.
+type seriesWatch struct {
+	active atomic.Bool // series is not empty
+	mu     sync.Mutex
+	series []*watchedSeries
+}
+
+type watchedSeries struct {
+	agg    int
+	values map[string]string
+	key    string // the series key, once a result has shown it
+	known  bool
+	since  time.Time // when it was first asked about
+	asked  time.Time // when it was last asked about
+	last   []EmittedWindow
+}
+
+// ask starts keeping the values of series values of aggregation agg, or says it is still wanted, at
+// wall time now, and returns what it holds and since when. Series not asked about for watchFor are
+// forgotten; past maxWatched the one asked about longest ago gives way.
+func (w *seriesWatch) ask(agg int, values map[string]string, now time.Time) (last []EmittedWindow, since time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.forget(now)
+	var s *watchedSeries
+	for _, ws := range w.series {
+		if ws.agg == agg && maps.Equal(ws.values, values) {
+			s = ws
+		}
+	}
+	if s == nil {
+		if len(w.series) == maxWatched {
+			oldest := 0
+			for i, ws := range w.series {
+				if ws.asked.Before(w.series[oldest].asked) {
+					oldest = i
+				}
+			}
+			w.series = slices.Delete(w.series, oldest, oldest+1)
+		}
+		s = &watchedSeries{agg: agg, values: maps.Clone(values), since: now}
+		w.series = append(w.series, s)
+		w.active.Store(true)
+	}
+	s.asked = now
+	return slices.Clone(s.last), s.since
+}
+
+// forget drops the series nobody asked about for watchFor before now (under mu).
+func (w *seriesWatch) forget(now time.Time) {
+	w.series = slices.DeleteFunc(w.series, func(ws *watchedSeries) bool { return now.Sub(ws.asked) > watchFor })
+	w.active.Store(len(w.series) > 0)
+}
+
+// forgetStale is forget for a reader that holds no lock.
+func (w *seriesWatch) forgetStale(now time.Time) {
+	if !w.active.Load() {
+		return
+	}
+	w.mu.Lock()
+	w.forget(now)
+	w.mu.Unlock()
+}
+
+// observe keeps r's values if its series is asked about; decode reads a series key of an
+// aggregation as its group_by values.
+func (w *seriesWatch) observe(r *stream.Result, decode func(agg int, key string) map[string]string) {
+	if !w.active.Load() || !r.HasWindow || r.Overflow {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ws := range w.series {
+		if ws.agg != r.Agg {
+			continue
+		}
+		if !ws.known {
+			if !maps.Equal(decode(r.Agg, r.Key), ws.values) {
+				continue
+			}
+			ws.key, ws.known = r.Key, true
+		} else if ws.key != r.Key {
+			continue
+		}
+		ws.add(r)
+	}
+}
+
+// add takes a firing of the series: a late one adds to its window's entry.
+func (ws *watchedSeries) add(r *stream.Result) {
+	start, end := time.Unix(0, r.Start).UTC(), time.Unix(0, r.End).UTC()
+	i := slices.IndexFunc(ws.last, func(e EmittedWindow) bool { return e.End.Equal(end) && e.Start.Equal(start) })
+	if i < 0 {
+		ws.last = append(ws.last, EmittedWindow{Start: start, End: end})
+		slices.SortFunc(ws.last, func(a, b EmittedWindow) int { return a.End.Compare(b.End) })
+		if len(ws.last) > watchedWindows {
+			ws.last = slices.Delete(ws.last, 0, len(ws.last)-watchedWindows)
+		}
+		if i = slices.IndexFunc(ws.last, func(e EmittedWindow) bool { return e.End.Equal(end) && e.Start.Equal(start) }); i < 0 {
+			return // older than every window kept
+		}
+	} else {
+		ws.last[i].LateFirings++
+	}
+	e := &ws.last[i]
+	e.Records += r.Count
+	e.Sum += r.Sum
+	if r.WindowValueCount > 0 {
+		avg, lo, hi := r.Avg, r.Min, r.Max
+		e.Avg, e.Min, e.Max = &avg, &lo, &hi
+	}
+}
