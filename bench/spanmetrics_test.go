@@ -178,9 +178,11 @@ func readSpans(td ptrace.Traces) (n int) {
 	return n
 }
 
-// pollView reads the operator's view (windowaggregator.Views, what GET /api/v1/components serves)
-// every BENCH_VIEW_POLL (a duration, such as 1s) while the benchmark runs, as a page left open does,
-// and returns what stops it; without BENCH_VIEW_POLL nobody looks. Compare runs with and without it
+// pollView reads the operator's view every BENCH_VIEW_POLL (a duration, such as 1s) while the
+// benchmark runs, as the extension with a page left open does: the history's reading
+// (windowaggregator.Samples), the components (Views, what GET /api/v1/components serves), and the
+// explainer asked about the first series listed, whose values the component then keeps; it returns
+// what stops it. Without BENCH_VIEW_POLL nobody looks. Compare runs with and without it
 // (bench/README.md, "The operator's view").
 func pollView(b *testing.B) (stop func()) {
 	every, err := time.ParseDuration(os.Getenv("BENCH_VIEW_POLL"))
@@ -188,7 +190,7 @@ func pollView(b *testing.B) (stop func()) {
 		return func() {}
 	}
 	done, stopped := make(chan struct{}), make(chan struct{})
-	polls := 0
+	polls, explained := 0, 0 // explained: the explainer's answers
 	go func() {
 		defer close(stopped)
 		tick := time.NewTicker(every)
@@ -198,7 +200,15 @@ func pollView(b *testing.B) (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				windowaggregator.Views(20)
+				windowaggregator.Samples()
+				for _, v := range windowaggregator.Views(20) {
+					if len(v.Aggregations) > 0 && len(v.Aggregations[0].TopSeries) > 0 {
+						a := v.Aggregations[0]
+						if _, err := windowaggregator.Explain(v.ID, a.Name, a.TopSeries[0].Series); err == nil {
+							explained++
+						}
+					}
+				}
 				polls++
 			}
 		}
@@ -207,5 +217,6 @@ func pollView(b *testing.B) (stop func()) {
 		close(done)
 		<-stopped
 		b.ReportMetric(float64(polls), "view_polls")
+		b.ReportMetric(float64(explained), "view_explains")
 	}
 }

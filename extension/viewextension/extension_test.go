@@ -218,3 +218,25 @@ func TestComponentsAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A second view on an endpoint the first holds fails to start, naming the address, as the
+// collector's start then does; the first keeps serving.
+func TestEndpointTaken(t *testing.T) {
+	base := startView(t)
+	cfg := createDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = strings.TrimPrefix(base, "http://")
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(Type), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ext.Start(context.Background(), componenttest.NewNopHost())
+	if err == nil || !strings.Contains(err.Error(), cfg.NetAddr.Endpoint) {
+		t.Errorf("start on a taken endpoint: %v, want an error naming %s", err, cfg.NetAddr.Endpoint)
+	}
+	if err := ext.Shutdown(context.Background()); err != nil {
+		t.Errorf("shutdown after a failed start: %v", err)
+	}
+	if code, _ := get(t, http.MethodGet, base+"/api/v1/components"); code != http.StatusOK {
+		t.Errorf("the first view: %d", code)
+	}
+}
