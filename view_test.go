@@ -97,3 +97,60 @@ func TestExplainKeepsTheLastValues(t *testing.T) {
 		t.Error("a key the aggregation does not group by is not refused")
 	}
 }
+
+// The view's figures against the component's self-telemetry and against numbers worked out by
+// hand. One aggregation of server spans, so that component-wide counters are its own; 10 s windows,
+// 5 s allowed lateness, late records routed.
+//   - Batch 1 (no W yet): server span 1 at 1 s, on time; client span 2 at 2 s, unmatched.
+//   - Batch 2: span 1 again, a duplicate; server span 3 at 16 s, on time; W 16.
+//   - Batch 3: server span 4 at 3 s: [0,10) expired at W 15, routed; server span 5 at 12 s, on time.
+//   - Batch 4: server span 6 at 21 s, on time; W 21 fires [10,20), kept until W 25.
+//   - Batch 5: server span 7 at 14 s: a late update of [10,20).
+//
+// On time 4, late accepted 1, late routed 1, duplicate 1, unmatched 1; series 1; W 21 s with the
+// fake clock at 1000 s: lag 979 s.
+func TestViewAgreesWithSelfTelemetry(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.AllowedLateness = 5 * time.Second
+	cfg.Watermark.MaxOutOfOrderness = 0
+	cfg.Aggregations = []AggregationConfig{{Name: "servers", Signal: "spans", Where: &WhereConfig{SpanKind: []string{"server"}},
+		GroupBy: keys("service.name"), Outputs: []string{"count"}}}
+	h := newConnectorHarness(t, cfg, true)
+	server := ptrace.SpanKindServer
+	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 1, id: 1, kind: server}, spanSpec{service: "a", end: 2, ms: 1, id: 2, kind: ptrace.SpanKindClient}))
+	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 1, id: 1, kind: server}, spanSpec{service: "a", end: 16, ms: 1, id: 3, kind: server}))
+	h.sendTraces(traces(spanSpec{service: "a", end: 3, ms: 1, id: 4, kind: server}, spanSpec{service: "a", end: 12, ms: 1, id: 5, kind: server}))
+	h.sendTraces(traces(spanSpec{service: "a", end: 21, ms: 1, id: 6, kind: server}))
+	h.sendTraces(traces(spanSpec{service: "a", end: 14, ms: 1, id: 7, kind: server}))
+
+	v := viewOf(t)
+	a := v.Aggregations[0]
+	want := RecordCounts{OnTime: 4, LateAccepted: 1, LateRouted: 1, Duplicate: 1, Unmatched: 1}
+	if a.Records != want || a.Series != 1 || v.WatermarkLagSeconds == nil || *v.WatermarkLagSeconds != 979 {
+		t.Errorf("view: records %+v, series %d, lag %v; want %+v, 1, 979 s", a.Records, a.Series, v.WatermarkLagSeconds, want)
+	}
+	tel := h.tel
+	for _, c := range []struct {
+		what      string
+		view      int64
+		telemetry int64
+	}{
+		{"on time", int64(a.Records.OnTime), counterIncluding(t, tel, "otelcol_window_aggregator_records", map[string]string{"outcome": "aggregated"})},
+		{"late accepted", int64(a.Records.LateAccepted), counterIncluding(t, tel, "otelcol_window_aggregator_records", map[string]string{"outcome": "late_updated"})},
+		{"late routed", a.Records.LateRouted, counterIncluding(t, tel, "otelcol_window_aggregator_late_records", map[string]string{"action": "routed"})},
+		{"late dropped", a.Records.LateDropped, counterIncluding(t, tel, "otelcol_window_aggregator_late_records", map[string]string{"action": "dropped"})},
+		{"duplicate", a.Records.Duplicate, counterIncluding(t, tel, "otelcol_window_aggregator_duplicate_records", map[string]string{"signal": "spans"})},
+		{"unmatched", a.Records.Unmatched, counterIncluding(t, tel, "otelcol_window_aggregator_records", map[string]string{"outcome": "unmatched"})},
+	} {
+		if c.view != c.telemetry {
+			t.Errorf("%s: the view says %d, the self-telemetry %d", c.what, c.view, c.telemetry)
+		}
+	}
+	if series, ok := gaugeValue(t, tel, "otelcol_window_aggregator_active_series", "aggregation", "servers"); !ok || int64(series) != a.Series {
+		t.Errorf("series: the view says %d, active_series %v (%v)", a.Series, series, ok)
+	}
+	if lag, ok := gaugeValue(t, tel, "otelcol_window_aggregator_watermark_lag", "", ""); !ok || lag != *v.WatermarkLagSeconds {
+		t.Errorf("lag: the view says %v, watermark_lag %v (%v)", *v.WatermarkLagSeconds, lag, ok)
+	}
+}

@@ -106,12 +106,16 @@ func (w *seriesWatch) observe(r *stream.Result, decode func(agg int, key string)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var values map[string]string // r's, decoded once for the series whose key is not known yet
 	for _, ws := range w.series {
 		if ws.agg != r.Agg {
 			continue
 		}
 		if !ws.known {
-			if !maps.Equal(decode(r.Agg, r.Key), ws.values) {
+			if values == nil {
+				values = decode(r.Agg, r.Key)
+			}
+			if !maps.Equal(values, ws.values) {
 				continue
 			}
 			ws.key, ws.known = r.Key, true
