@@ -3,6 +3,7 @@ package viewextension
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -238,5 +239,66 @@ func TestEndpointTaken(t *testing.T) {
 	}
 	if code, _ := get(t, http.MethodGet, base+"/api/v1/components"); code != http.StatusOK {
 		t.Errorf("the first view: %d", code)
+	}
+}
+
+// Bounded whatever the number of series: 5,000 series from 100 sources in 30 windows, and the
+// response lists at most 20 sources, windows and top series (the default top), with the totals
+// stated, in about the bytes of those lists; the page likewise.
+func TestResponsesAreBounded(t *testing.T) {
+	base := startView(t)
+	clk := clock.NewFake(time.Unix(2000, 0))
+	ctx := clock.NewContext(context.Background(), clk)
+	f := windowaggregator.NewConnectorFactory()
+	cfg := f.CreateDefaultConfig().(*windowaggregator.Config)
+	cfg.Window.Size = time.Second
+	cfg.AllowedLateness = time.Hour // every window kept
+	cfg.Watermark.PerSource = []string{"service.instance.id"}
+	cfg.Aggregations = []windowaggregator.AggregationConfig{{Name: "lat", Signal: "spans",
+		GroupBy: []windowaggregator.GroupByKey{{Key: "service.name"}, {Key: "route"}}, Outputs: []string{"count"}}}
+	c, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, new(consumertest.MetricsSink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Shutdown(context.Background()) }()
+	td := ptrace.NewTraces()
+	for src := range 100 {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.instance.id", fmt.Sprintf("instance-%03d", src))
+		rs.Resource().Attributes().PutStr("service.name", fmt.Sprintf("service-%03d", src))
+		ss := rs.ScopeSpans().AppendEmpty()
+		for i := range 50 {
+			sp := ss.Spans().AppendEmpty()
+			sp.Attributes().PutStr("route", fmt.Sprintf("/route/%02d", i))
+			sp.SetTraceID(pcommon.TraceID([16]byte{1, byte(src), byte(i)}))
+			sp.SetSpanID(pcommon.SpanID([8]byte{2, byte(src), byte(i)}))
+			end := int64(1900+i%30) * 1e9
+			sp.SetEndTimestamp(pcommon.Timestamp(end))
+			sp.SetStartTimestamp(pcommon.Timestamp(end - 1e6))
+		}
+	}
+	if err := c.ConsumeTraces(ctx, td); err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(t, http.MethodGet, base+"/api/v1/components")
+	var got []windowaggregator.ComponentView
+	if err := json.Unmarshal([]byte(body), &got); code != http.StatusOK || err != nil || len(got) != 1 || len(got[0].Aggregations) != 1 {
+		t.Fatalf("GET: %d %v", code, err)
+	}
+	v, a := got[0], got[0].Aggregations[0]
+	if v.SourcesTotal != 100 || len(v.Sources) != defaultTop || a.Series != 5000 || a.OpenWindows != 30 || len(a.Windows) != defaultTop ||
+		len(a.TopSeries) != defaultTop {
+		t.Errorf("sources %d of %d, series %d, windows %d of %d, top series %d; want %d of 100, 5000, %d of 30, %d",
+			len(v.Sources), v.SourcesTotal, a.Series, len(a.Windows), a.OpenWindows, len(a.TopSeries), defaultTop, defaultTop, defaultTop)
+	}
+	// 20 sources, 20 windows and 20 series of about 160, 170 and 80 bytes each, and the rest.
+	if len(body) > 12<<10 {
+		t.Errorf("the response is %d bytes for 5,000 series, want it bounded by its lists, under 12 KiB", len(body))
+	}
+	if code, page := get(t, http.MethodGet, base+"/"); code != http.StatusOK || len(page) > 48<<10 {
+		t.Errorf("the page: %d, %d bytes, want under 48 KiB", code, len(page))
 	}
 }
