@@ -38,7 +38,8 @@
 //	the remembered identities' shard locks (internal/dedup) → delivery.Emitter.sendMu →
 //	delivery.Emitter.healthMu → delivery.Emitter.mu → delivery's sink table → the engine's locks → health.mu
 //
-// and, taken alone, the OTTL error log's and the OTTL parsers' locks. health.mu is held while the
+// and, taken alone, the OTTL error log's and the OTTL parsers' locks; seriesWatch.mu (the series the
+// view's explainer keeps) is taken last, under the emitter's and the engine's, and takes none. health.mu is held while the
 // component's status is reported to the collector, which calls nothing of the component. A collection, whole under
 // collectMu, takes the emitter's lock, then releases it before it asks for a checkpoint, which takes
 // the checkpointer's;

@@ -15,9 +15,9 @@ type SeriesExplanation struct {
 	Found       bool               `json:"found"`
 	Windows     []SeriesWindowView `json:"windows"` // its windows that hold records and have not expired, earliest first
 	// LastValues are its last windows as they were emitted since LastValuesSince, when it was first
-	// asked about (see seriesWatch): earliest first, at most watchedWindows.
+	// asked about while held (see seriesWatch): earliest first, at most watchedWindows.
 	LastValues      []EmittedWindow `json:"last_values"`
-	LastValuesSince time.Time       `json:"last_values_since"`
+	LastValuesSince *time.Time      `json:"last_values_since"` // null: none kept (it was not held when asked about)
 	Why             string          `json:"why,omitempty"`
 	Records         *RecordCounts   `json:"aggregation_records,omitempty"` // the aggregation's, when the series is not found
 }
@@ -59,14 +59,17 @@ func Explain(id, name string, values map[string]string) (SeriesExplanation, erro
 	}
 	ex := SeriesExplanation{Component: id, Aggregation: name, Series: values}
 	e := s.engine
-	wins, found := e.FindSeries(a.index, func(key string) bool { return maps.Equal(a.decodeKey(key), values) })
-	ex.Found = found
+	key, wins, found := e.FindSeries(a.index, func(key string) bool { return maps.Equal(a.decodeKey(key), values) })
+	ex.Found, ex.Windows = found, []SeriesWindowView{}
 	lateness := int64(s.cfg.AllowedLateness)
 	for _, w := range wins {
 		ex.Windows = append(ex.Windows, SeriesWindowView{WindowView: WindowView{Start: time.Unix(0, w.Start).UTC(), End: time.Unix(0, w.End).UTC(),
 			Fired: w.Fired, FiresAtW: time.Unix(0, w.End).UTC(), ExpiresAtW: time.Unix(0, w.End+lateness).UTC()}, Records: w.Records, Sum: w.Sum})
 	}
-	ex.LastValues, ex.LastValuesSince = s.watch.ask(a.index, values, time.Unix(0, e.Now()).UTC())
+	ex.LastValues, ex.LastValuesSince = s.watch.ask(a.index, values, key, found, time.Unix(0, e.Now()).UTC())
+	if ex.LastValues == nil {
+		ex.LastValues = []EmittedWindow{}
+	}
 	if found {
 		return ex, nil
 	}
@@ -81,7 +84,7 @@ func Explain(id, name string, values map[string]string) (SeriesExplanation, erro
 	default:
 		ex.Why = fmt.Sprintf("not seen: no record with these values is in a window that has not expired. Of its signal's records, the aggregation "+
 			"did not select %d (no record matched: its condition or group_by did not hold), and %d came too late for their window (late). "+
-			"Its values are kept from now on: ask again once a window has fired", rc.Unmatched, late)
+			"Its emitted values are kept once it is asked about while it has records", rc.Unmatched, late)
 	}
 	return ex, nil
 }

@@ -179,9 +179,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	// The collector's, until a restored checkpoint says another (see checkpointer.decode).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
-	s.emitter.SetObserver(func(r *stream.Result) {
-		s.watch.observe(r, func(agg int, key string) map[string]string { return s.aggs[agg].decodeKey(key) })
-	})
+	s.emitter.SetObserver(s.watch.observe)
 	s.byAgg = make([]aggregationCounts, len(s.aggs))
 	if err := s.observe(); err != nil {
 		return nil, err

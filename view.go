@@ -57,10 +57,12 @@ type AggregationView struct {
 	OverflowRecords *int64          `json:"overflow_records"` // the component's, all aggregations together
 }
 
-// SeriesRecords is a series, by its group_by values, and its records in a window.
+// SeriesRecords is a series, by its group_by values, and its records in a window. Overflow marks
+// the aggregation's overflow series, which takes the records of new series past max_series.
 type SeriesRecords struct {
-	Series  map[string]string `json:"series"`
-	Records uint64            `json:"records"`
+	Series   map[string]string `json:"series"`
+	Records  uint64            `json:"records"`
+	Overflow bool              `json:"overflow,omitempty"`
 }
 
 // WindowView is an open window: it fires when W reaches its end, and takes late records until W
@@ -212,7 +214,7 @@ func (s *shared) view(top int) ComponentView {
 			av.LastWindowEnd, av.LastWindowFired = &t, st.Watermark >= end
 		}
 		for _, sc := range heavy {
-			av.TopSeries = append(av.TopSeries, SeriesRecords{Series: a.decodeKey(sc.Key), Records: sc.Records})
+			av.TopSeries = append(av.TopSeries, SeriesRecords{Series: a.decodeKey(sc.Key), Records: sc.Records, Overflow: sc.Overflow})
 		}
 		lateness := int64(s.cfg.AllowedLateness)
 		for _, wv := range wins {

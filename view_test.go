@@ -54,11 +54,13 @@ func TestViewCountsRecordsByAggregation(t *testing.T) {
 	}
 }
 
-// The explainer keeps the values of a series once asked about it, worked out by hand. 10 s windows,
-// no lateness, no out-of-orderness: W is the greatest end seen.
-//   - Asked about service a before any record: not seen, no values.
-//   - a: 5 ms at 1 s, 7 ms at 2 s; b: 100 ms at 3 s; then a: 1 ms at 12 s, W 12 fires [0,10): a's
-//     2 records, sum 12, avg 6, min 5, max 7 (b's window is not a's).
+// The explainer keeps the values of a series once asked about it while it is held, worked out by
+// hand. 10 s windows, no lateness, no out-of-orderness: W is the greatest end seen.
+//   - Asked about service a before any record: not seen, nothing kept (a series not held is not).
+//   - a: 5 ms at 1 s, 7 ms at 2 s; b: 100 ms at 3 s. Asked: [0,10) holds a's 2 records; kept from
+//     now on.
+//   - a: 1 ms at 12 s, W 12 fires [0,10): a's 2 records, sum 12, avg 6, min 5, max 7 (b's window is
+//     not a's).
 //   - c: 4 ms at 25 s, W 25 fires [10,20): a's 1 record, sum 1. a holds no window now: its last
 //     values are both windows, and why says they fired.
 func TestExplainKeepsTheLastValues(t *testing.T) {
@@ -70,13 +72,18 @@ func TestExplainKeepsTheLastValues(t *testing.T) {
 	id := lookup(t).id.String()
 	a := map[string]string{"service.name": "a"}
 	ex, err := Explain(id, "lat", a)
-	if err != nil || ex.Found || len(ex.LastValues) != 0 || !strings.HasPrefix(ex.Why, "not seen") {
+	if err != nil || ex.Found || len(ex.LastValues) != 0 || ex.LastValuesSince != nil || !strings.HasPrefix(ex.Why, "not seen") {
 		t.Fatalf("before any record: %+v %v", ex, err)
 	}
 	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 5, id: 1}, spanSpec{service: "a", end: 2, ms: 7, id: 2}, spanSpec{service: "b", end: 3, ms: 100, id: 3}))
-	h.sendTraces(traces(spanSpec{service: "a", end: 12, ms: 1, id: 4}))
 	ex, err = Explain(id, "lat", a)
 	at := func(s float64) time.Time { return time.Unix(0, int64(s*1e9)).UTC() }
+	if err != nil || !ex.Found || len(ex.Windows) != 1 || ex.Windows[0].Records != 2 || ex.Windows[0].Sum != 12 || len(ex.LastValues) != 0 ||
+		ex.LastValuesSince == nil {
+		t.Fatalf("[0,10) open: %+v %v", ex, err)
+	}
+	h.sendTraces(traces(spanSpec{service: "a", end: 12, ms: 1, id: 4}))
+	ex, err = Explain(id, "lat", a)
 	if err != nil || !ex.Found || len(ex.Windows) != 1 || !ex.Windows[0].End.Equal(at(20)) || ex.Windows[0].Records != 1 || len(ex.LastValues) != 1 {
 		t.Fatalf("after [0,10) fired: %+v %v", ex, err)
 	}
@@ -152,5 +159,24 @@ func TestViewAgreesWithSelfTelemetry(t *testing.T) {
 	}
 	if lag, ok := gaugeValue(t, tel, "otelcol_window_aggregator_watermark_lag", "", ""); !ok || lag != *v.WatermarkLagSeconds {
 		t.Errorf("lag: the view says %v, watermark_lag %v (%v)", *v.WatermarkLagSeconds, lag, ok)
+	}
+}
+
+// The overflow series is listed among the top series as the overflow series, not as a series that
+// lacked every group_by key. max_series 1: a at 1 s takes the one series, b at 2 s and 3 s go to
+// the overflow series. W 3 has closed no window: the next to fire, [0,10), overflow 2, a 1.
+func TestTopSeriesMarksTheOverflowSeries(t *testing.T) {
+	useFakeClock(t)
+	cfg := baseConfig()
+	cfg.MaxSeries = 1
+	cfg.Watermark.MaxOutOfOrderness = 0
+	cfg.Aggregations = []AggregationConfig{{Name: "lat", Signal: "spans", GroupBy: keys("service.name"), Outputs: []string{"count"}}}
+	h := newConnectorHarness(t, cfg, false)
+	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 1, id: 1}, spanSpec{service: "b", end: 2, ms: 1, id: 2}, spanSpec{service: "b", end: 3, ms: 1, id: 3}))
+	a := viewOf(t).Aggregations[0]
+	if len(a.TopSeries) != 2 || !a.TopSeries[0].Overflow || a.TopSeries[0].Records != 2 || a.TopSeries[1].Overflow ||
+		a.TopSeries[1].Series["service.name"] != "a" || a.TopSeries[1].Records != 1 || a.LastWindowFired || a.LastWindowEnd == nil ||
+		a.LastWindowEnd.Unix() != 10 {
+		t.Errorf("top series %+v of the window ending %v (fired %v); want the overflow series 2, a 1, of [0,10) not fired", a.TopSeries, a.LastWindowEnd, a.LastWindowFired)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // no values once a window has fired and expired; asking about a series makes it keep that series'
 // next ones: at most maxWatched series per component id, the last watchedWindows windows of each,
 // until nobody has asked about it for watchFor. With no series asked about, a fired result costs one
-// atomic load.
+// atomic load; with some, a comparison of keys for each.
 const (
 	maxWatched     = 16
 	watchedWindows = 12
@@ -44,17 +44,18 @@ type seriesWatch struct {
 type watchedSeries struct {
 	agg    int
 	values map[string]string
-	key    string // the series key, once a result has shown it
-	known  bool
+	key    string    // the series key
 	since  time.Time // when it was first asked about
 	asked  time.Time // when it was last asked about
 	last   []EmittedWindow
 }
 
-// ask starts keeping the values of series values of aggregation agg, or says it is still wanted, at
-// wall time now, and returns what it holds and since when. Series not asked about for watchFor are
-// forgotten; past maxWatched the one asked about longest ago gives way.
-func (w *seriesWatch) ask(agg int, values map[string]string, now time.Time) (last []EmittedWindow, since time.Time) {
+// ask says at wall time now that series values of aggregation agg, whose key is key, is wanted, and
+// returns what is kept of it and since when (nil: nothing). A series is kept only when asked about
+// while it is held (found), so that its key is known and a result is matched by comparing keys.
+// Series not asked about for watchFor are forgotten; past maxWatched the one asked about longest ago
+// gives way.
+func (w *seriesWatch) ask(agg int, values map[string]string, key string, found bool, now time.Time) (last []EmittedWindow, since *time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.forget(now)
@@ -65,6 +66,9 @@ func (w *seriesWatch) ask(agg int, values map[string]string, now time.Time) (las
 		}
 	}
 	if s == nil {
+		if !found {
+			return nil, nil
+		}
 		if len(w.series) == maxWatched {
 			oldest := 0
 			for i, ws := range w.series {
@@ -74,12 +78,13 @@ func (w *seriesWatch) ask(agg int, values map[string]string, now time.Time) (las
 			}
 			w.series = slices.Delete(w.series, oldest, oldest+1)
 		}
-		s = &watchedSeries{agg: agg, values: maps.Clone(values), since: now}
+		s = &watchedSeries{agg: agg, values: maps.Clone(values), key: key, since: now}
 		w.series = append(w.series, s)
 		w.active.Store(true)
 	}
 	s.asked = now
-	return slices.Clone(s.last), s.since
+	t := s.since
+	return slices.Clone(s.last), &t
 }
 
 // forget drops the series nobody asked about for watchFor before now (under mu).
@@ -98,31 +103,17 @@ func (w *seriesWatch) forgetStale(now time.Time) {
 	w.mu.Unlock()
 }
 
-// observe keeps r's values if its series is asked about; decode reads a series key of an
-// aggregation as its group_by values.
-func (w *seriesWatch) observe(r *stream.Result, decode func(agg int, key string) map[string]string) {
+// observe keeps r's values if its series is asked about.
+func (w *seriesWatch) observe(r *stream.Result) {
 	if !w.active.Load() || !r.HasWindow || r.Overflow {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var values map[string]string // r's, decoded once for the series whose key is not known yet
 	for _, ws := range w.series {
-		if ws.agg != r.Agg {
-			continue
+		if ws.agg == r.Agg && ws.key == r.Key {
+			ws.add(r)
 		}
-		if !ws.known {
-			if values == nil {
-				values = decode(r.Agg, r.Key)
-			}
-			if !maps.Equal(values, ws.values) {
-				continue
-			}
-			ws.key, ws.known = r.Key, true
-		} else if ws.key != r.Key {
-			continue
-		}
-		ws.add(r)
 	}
 }
 

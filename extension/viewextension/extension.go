@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,6 +29,10 @@ func confighttpDefault() confighttp.ServerConfig {
 // unless ?top=N asks for others, at most maxTop, whatever the number of series.
 const defaultTop, maxTop = 20, 1000
 
+// maxValueBytes is the longest group_by value the explainer is asked about: a series key's values
+// are cut there (truncated_keys).
+const maxValueBytes = 4096
+
 type viewExtension struct {
 	cfg    *Config
 	set    extension.Settings
@@ -46,7 +51,7 @@ func (x *viewExtension) Start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("window_aggregator_view: cannot listen on %s: %w", x.cfg.NetAddr.Endpoint, err)
 	}
 	x.history = newHistory()
-	x.server, err = x.cfg.ToServer(ctx, host.GetExtensions(), x.set.TelemetrySettings, handler(x.history))
+	x.server, err = x.cfg.ToServer(ctx, host.GetExtensions(), x.set.TelemetrySettings, localOnly(ln.Addr(), x.cfg.NetAddr.Endpoint, handler(x.history)))
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -69,6 +74,7 @@ func (x *viewExtension) Start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
+// Shutdown stops serving; once started, a second call does nothing.
 func (x *viewExtension) Shutdown(ctx context.Context) error {
 	if x.server == nil {
 		return nil
@@ -77,7 +83,32 @@ func (x *viewExtension) Shutdown(ctx context.Context) error {
 	<-x.sampled
 	err := x.server.Shutdown(ctx)
 	<-x.done
+	x.server = nil
 	return err
+}
+
+// localOnly refuses (403), when the view listens on a loopback address, a request whose Host is not
+// a name of this host: a web page the operator opens elsewhere could otherwise point its own domain
+// at 127.0.0.1 (DNS rebinding) and read the view from the operator's browser.
+func localOnly(addr net.Addr, endpoint string, h http.Handler) http.Handler {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsLoopback() {
+		return h
+	}
+	configured, _, _ := net.SplitHostPort(endpoint)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			name = r.Host
+		}
+		name = strings.Trim(name, "[]")
+		ip := net.ParseIP(name)
+		if !strings.EqualFold(name, "localhost") && !strings.EqualFold(name, configured) && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, fmt.Sprintf("the view on %s answers requests for localhost only, not for %q", addr, r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // handler serves the view, read only: GET and HEAD, else 405; the charts' readings from h.
@@ -132,9 +163,12 @@ func readOnly(h http.HandlerFunc) http.HandlerFunc {
 // other query parameter is refused.
 func topOf(r *http.Request) (int, error) {
 	q := r.URL.Query()
-	for k := range q {
+	for k, vs := range q {
 		if k != "top" {
 			return 0, fmt.Errorf("unknown query parameter %q: the only one is top", k)
+		}
+		if len(vs) != 1 {
+			return 0, fmt.Errorf("query parameter top is given %d times", len(vs))
 		}
 	}
 	s := q.Get("top")
@@ -161,6 +195,9 @@ func seriesOf(r *http.Request) (id, agg string, values map[string]string, err er
 		case k == "aggregation":
 			agg = vs[0]
 		case strings.HasPrefix(k, "key.") && len(k) > len("key."):
+			if len(vs[0]) > maxValueBytes {
+				return "", "", nil, fmt.Errorf("the value of %q is %d bytes, more than a series key's %d", k, len(vs[0]), maxValueBytes)
+			}
 			values[strings.TrimPrefix(k, "key.")] = vs[0]
 		default:
 			return "", "", nil, fmt.Errorf("unknown query parameter %q: the series is named by component, aggregation and key.<group_by key>", k)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -183,6 +184,7 @@ func TestComponentsAsJSON(t *testing.T) {
 	for _, q := range []struct{ query, says string }{
 		{"", "name the series"},
 		{"?component=" + id, "name the series"},
+		{"?component=" + id + "&aggregation=lat&key.service.name=" + strings.Repeat("x", maxValueBytes+1), "more than a series key's"},
 		{"?component=nope&aggregation=lat", "no window_aggregator component"},
 		{"?component=" + id + "&aggregation=nope", "has no aggregation"},
 		{"?component=" + id + "&aggregation=lat&key.route=x", "does not group by"},
@@ -212,6 +214,7 @@ func TestComponentsAsJSON(t *testing.T) {
 		{http.MethodGet, "?top=1001", http.StatusBadRequest, "top must be"},
 		{http.MethodGet, "?top=x", http.StatusBadRequest, "top must be"},
 		{http.MethodGet, "?series=a", http.StatusBadRequest, "unknown query parameter"},
+		{http.MethodGet, "?top=5&top=6", http.StatusBadRequest, "given 2 times"},
 	} {
 		code, body := get(t, c.method, base+"/api/v1/components"+c.query)
 		if code != c.code || !strings.Contains(body, c.says) {
@@ -300,5 +303,48 @@ func TestResponsesAreBounded(t *testing.T) {
 	}
 	if code, page := get(t, http.MethodGet, base+"/"); code != http.StatusOK || len(page) > 48<<10 {
 		t.Errorf("the page: %d, %d bytes, want under 48 KiB", code, len(page))
+	}
+}
+
+// On a loopback address the view answers requests for localhost only: a request naming another
+// host (a page elsewhere whose domain was pointed at 127.0.0.1) gets 403. A second Shutdown does
+// nothing.
+func TestLocalhostOnly(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.NetAddr.Endpoint = "127.0.0.1:0"
+	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(Type), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	addr := ext.(*viewExtension).addr
+	_, port, _ := net.SplitHostPort(addr)
+	for _, c := range []struct {
+		host string
+		code int
+	}{
+		{addr, http.StatusOK}, {"localhost:" + port, http.StatusOK}, {"LOCALHOST", http.StatusOK}, {"[::1]:" + port, http.StatusOK},
+		{"evil.example:" + port, http.StatusForbidden}, {"evil.example", http.StatusForbidden}, {"10.0.0.1:" + port, http.StatusForbidden},
+	} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/components", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = c.host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != c.code {
+			t.Errorf("Host %s: %d, want %d", c.host, resp.StatusCode, c.code)
+		}
+	}
+	for i := range 2 {
+		if err := ext.Shutdown(context.Background()); err != nil {
+			t.Errorf("shutdown %d: %v", i+1, err)
+		}
 	}
 }

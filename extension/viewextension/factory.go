@@ -1,6 +1,7 @@
 // Package viewextension is the window_aggregator_view extension: it serves, read only, the operator's
-// view of every window_aggregator component id running in its collector (issue 34, in progress:
-// the JSON of GET /api/v1/components; the page, the series explainer and the charts are not built).
+// view of every window_aggregator component id running in its collector: the page (GET /), its JSON
+// (/api/v1/components), the series explainer (/api/v1/series) and the charts' history
+// (/api/v1/history). docs/view.md describes them.
 package viewextension
 
 import (

@@ -61,7 +61,7 @@ lag <b class="lag">{{if .WatermarkLagSeconds}}{{printf "%.1f" (deref .WatermarkL
 <p class="summary">series {{.Series}} of max_series {{.MaxSeries}}; records on time {{.Records.OnTime}}, late accepted {{.Records.LateAccepted}}, late routed {{.Records.LateRouted}}, dropped {{.Records.LateDropped}}, passed {{.Records.LatePassed}}, duplicates {{.Records.Duplicate}}, unmatched {{.Records.Unmatched}}</p>
 <svg class="outcomes" width="720" height="110" role="img" aria-label="records per second by outcome"></svg>
 <table class="top"><tr><th>series with the most records in {{if .LastWindowFired}}the last closed window{{else}}the next window to fire{{end}}{{if .LastWindowEnd}} (ending {{ts .LastWindowEnd}}){{end}}</th><th>records</th></tr>
-{{range .TopSeries}}<tr><td>{{range $k, $v := .Series}}{{$k}}={{$v}} {{end}}</td><td>{{.Records}}</td></tr>
+{{range .TopSeries}}<tr><td>{{if .Overflow}}(overflow series){{else}}{{range $k, $v := .Series}}{{$k}}={{$v}} {{end}}{{end}}</td><td>{{.Records}}</td></tr>
 {{end}}</table>
 <form class="explain" data-component="{{$id}}" data-aggregation="{{.Name}}">Explain a series:
 {{range .GroupBy}}<label>{{.}} <input name="key.{{.}}" size="12"></label> {{end}}<button type="submit">explain</button></form>
@@ -108,15 +108,17 @@ function chart(svg, lines, unit){
 }
 function remember(id,t,lag,recs){
   const h=hist[id]=hist[id]||[];
-  if(h.length&&h[h.length-1].t>=t){return}
   if(h.length&&h[h.length-1].recs.length!==recs.length){h.length=0}
+  if(h.length&&h[h.length-1].t>=t){return}
   h.push({t,lag,recs});if(h.length>300){h.splice(0,h.length-300)}
 }
 const late=r=>r.late_routed+r.late_dropped+r.late_passed;
 const outcomes=[["on time",r=>r.on_time,"#2da44e"],["late accepted",r=>r.late_accepted,"#bf8700"],["late",late,"#cf222e"],["duplicate",r=>r.duplicate,"#8250df"],["unmatched",r=>r.unmatched,"#57606a"]];
 function draw(c){
   const sec=document.querySelector('section.component[data-id="'+CSS.escape(c.id)+'"]');
-  if(!sec){location.reload();return}
+  // a component restarted with other aggregations: the page's sections are not its own
+  const names=[...sec?sec.querySelectorAll("h3.aggregation"):[]].map(h=>h.dataset.name);
+  if(!sec||names.join("\n")!==c.aggregations.map(a=>a.name).join("\n")){location.reload();return}
   remember(c.id,Date.parse(c.wall_clock),c.watermark_lag_seconds,c.aggregations.map(a=>a.records));
   const h=hist[c.id];
   sec.querySelector(".w").textContent=c.watermark?fmt(c.watermark):"none yet";
@@ -142,7 +144,7 @@ function draw(c){
   const tops=sec.querySelectorAll("table.top");
   c.aggregations.forEach((a,i)=>{const t=tops[i];if(!t){return}
     t.replaceChildren(row("th",["series with the most records in "+(a.last_window_fired?"the last closed window":"the next window to fire")+(a.last_window_end?" (ending "+fmt(a.last_window_end)+")":""),"records"]));
-    (a.top_series||[]).forEach(x=>t.appendChild(row("td",[Object.entries(x.series).map(e=>e.join("=")).join(" "),String(x.records)])));
+    (a.top_series||[]).forEach(x=>t.appendChild(row("td",[x.overflow?"(overflow series)":Object.entries(x.series).map(e=>e.join("=")).join(" "),String(x.records)])));
   });
   const charts=sec.querySelectorAll(".outcomes");
   c.aggregations.forEach((a,i)=>{if(!charts[i]){return}
@@ -167,12 +169,13 @@ document.addEventListener("submit",async ev=>{
   if(!r.ok){const p=document.createElement("p");p.className="err";p.textContent=await r.text();out.appendChild(p);return}
   const x=await r.json();
   const p=document.createElement("p");p.className="answer";out.appendChild(p);
-  p.textContent=x.found?x.windows.length+" window(s) hold its records now.":"It holds no window now. "+x.why;
-  if(x.windows&&x.windows.length){out.appendChild(table(["window","records","sum","fires at W","late records until W",""],
-    x.windows.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),num(w.sum),fmt(w.fires_at_watermark),fmt(w.expires_at_watermark),w.fired?"fired":"open"])))}
+  const ws=x.windows||[];
+  p.textContent=x.found?ws.length+" window(s) hold its records now.":"It holds no window now. "+x.why;
+  if(ws.length){out.appendChild(table(["window","records","sum","fires at W","late records until W",""],
+    ws.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),num(w.sum),fmt(w.fires_at_watermark),fmt(w.expires_at_watermark),w.fired?"fired":"open"])))}
   const lv=x.last_values||[];
   const s=document.createElement("p");s.className="last";out.appendChild(s);
-  s.textContent=lv.length?"Its last emitted windows (kept since "+fmt(x.last_values_since)+"):":"No emitted window kept yet: they are kept from the first question ("+fmt(x.last_values_since)+") on.";
+  s.textContent=lv.length?"Its last emitted windows (kept since "+fmt(x.last_values_since)+"):":x.last_values_since?"No emitted window yet: they are kept from the first question ("+fmt(x.last_values_since)+") on.":"No emitted window kept: they are kept once it is asked about while it has records.";
   if(lv.length){
     const svg=svgEl("svg",{width:360,height:70,class:"series-chart",role:"img","aria-label":"records of its last windows"});out.appendChild(svg);bars(svg,lv.map(w=>w.records));
     out.appendChild(table(["window","records","sum","avg","min","max","late firings"],lv.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),num(w.sum),num(w.avg),num(w.min),num(w.max),String(w.late_firings)])));

@@ -51,9 +51,11 @@ func (e *Engine) OpenWindows(agg, limit int) (views []WindowView, total int) {
 }
 
 // SeriesCount is a series of an aggregation, by its key, and its records (weighted) in a window.
+// Overflow marks the aggregation's overflow series (whose key is empty).
 type SeriesCount struct {
-	Key     string
-	Records uint64
+	Key      string
+	Records  uint64
+	Overflow bool
 }
 
 // TopSeries returns at most n of aggregation agg's series with the most records in the last window
@@ -93,7 +95,7 @@ func (e *Engine) TopSeries(agg, n int) (top []SeriesCount, end int64) {
 				}
 			}
 			if records > 0 {
-				top = append(top, SeriesCount{Key: se.key, Records: records})
+				top = append(top, SeriesCount{Key: se.key, Records: records, Overflow: se.overflow})
 			}
 		}
 		sh.mu.Unlock()
@@ -115,12 +117,12 @@ type SeriesWindow struct {
 	Sum     float64
 }
 
-// FindSeries returns the windows of aggregation agg's first series whose key match accepts, earliest
-// first, and whether there is one. It reads the aggregation's series one shard at a time, under that
-// shard's lock.
-func (e *Engine) FindSeries(agg int, match func(key string) bool) (windows []SeriesWindow, found bool) {
+// FindSeries returns the key of aggregation agg's first series whose key match accepts, its windows
+// earliest first, and whether there is one. Under each shard's lock it only copies the keys of the
+// aggregation's series (match runs outside it), then, for the one matched, its panes' totals.
+func (e *Engine) FindSeries(agg int, match func(key string) bool) (key string, windows []SeriesWindow, found bool) {
 	if agg < 0 || agg >= len(e.aggs) {
-		return nil, false
+		return "", nil, false
 	}
 	w, g := e.Watermark(), e.g
 	type paneTotals struct {
@@ -129,10 +131,24 @@ func (e *Engine) FindSeries(agg int, match func(key string) bool) (windows []Ser
 		sum   float64
 	}
 	var panes []paneTotals
+	var keys []string
 	for _, sh := range e.shards {
+		keys = keys[:0]
 		sh.mu.Lock()
 		for _, se := range sh.list {
-			if int(se.agg) != agg || found || !match(se.key) {
+			if int(se.agg) == agg && !se.overflow {
+				keys = append(keys, se.key)
+			}
+		}
+		sh.mu.Unlock()
+		i := slices.IndexFunc(keys, match)
+		if i < 0 {
+			continue
+		}
+		key = keys[i]
+		sh.mu.Lock()
+		for _, se := range sh.list {
+			if int(se.agg) != agg || se.overflow || se.key != key {
 				continue
 			}
 			found = true
@@ -144,11 +160,15 @@ func (e *Engine) FindSeries(agg int, match func(key string) bool) (windows []Ser
 				}
 				panes = append(panes, paneTotals{p.start, t.count, t.sum})
 			}
-		}
-		sh.mu.Unlock()
-		if found {
 			break
 		}
+		sh.mu.Unlock()
+		if found { // else it ended between the two looks: look on
+			break
+		}
+	}
+	if !found {
+		return "", nil, false
 	}
 	byEnd := map[int64]*SeriesWindow{}
 	for _, p := range panes {
@@ -170,7 +190,7 @@ func (e *Engine) FindSeries(agg int, match func(key string) bool) (windows []Ser
 		windows = append(windows, *sw)
 	}
 	slices.SortFunc(windows, func(a, b SeriesWindow) int { return cmp.Compare(a.End, b.End) })
-	return windows, found
+	return key, windows, true
 }
 
 // Overflowing reports whether aggregation agg holds max_series series and its overflow series holds

@@ -76,12 +76,12 @@ func TestTopSeriesOfTheLastWindow(t *testing.T) {
 	cfg := tumbling10s()
 	cfg.AllowedLateness = 10 * time.Second
 	top, end := topSeriesOf(t, cfg)
-	want := []SeriesCount{{"b", 5}, {"a", 3}, {"c", 2}}
+	want := []SeriesCount{{"b", 5, false}, {"a", 3, false}, {"c", 2, false}}
 	if end != int64(1020*float64(sec)) || !slices.Equal(top, want) {
 		t.Fatalf("with lateness: TopSeries = %v, window end %d; want %v, 1020 s", top, end, want)
 	}
 	top, end = topSeriesOf(t, tumbling10s())
-	want = []SeriesCount{{"a", 1}, {"e", 1}}
+	want = []SeriesCount{{"a", 1, false}, {"e", 1, false}}
 	if end != int64(1030*float64(sec)) || !slices.Equal(top, want) {
 		t.Fatalf("without lateness: TopSeries = %v, window end %d; want %v, 1030 s", top, end, want)
 	}
@@ -133,15 +133,15 @@ func TestFindSeries(t *testing.T) {
 	b.End()
 	h.wantW(1012, "the greatest record")
 	s := func(x float64) int64 { return int64(x * float64(sec)) }
-	got, found := h.e.FindSeries(0, func(k string) bool { return k == "a" })
+	key, got, found := h.e.FindSeries(0, func(k string) bool { return k == "a" })
 	want := []SeriesWindow{
 		{WindowView{s(995), s(1005), true}, 1, 1}, {WindowView{s(1000), s(1010), true}, 4, 7},
 		{WindowView{s(1005), s(1015), false}, 4, 10}, {WindowView{s(1010), s(1020), false}, 1, 4},
 	}
-	if !found || !slices.Equal(got, want) {
-		t.Fatalf("FindSeries(a) = %+v, %v; want %+v", got, found, want)
+	if !found || key != "a" || !slices.Equal(got, want) {
+		t.Fatalf("FindSeries(a) = %q, %+v, %v; want a, %+v", key, got, found, want)
 	}
-	if got, found := h.e.FindSeries(0, func(k string) bool { return k == "z" }); found || got != nil {
+	if _, got, found := h.e.FindSeries(0, func(k string) bool { return k == "z" }); found || got != nil {
 		t.Fatalf("FindSeries(z) = %+v, %v; want nothing", got, found)
 	}
 }
