@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"time"
+
+	"go.opentelemetry.io/collector/component"
 )
 
 // SeriesExplanation answers, for one series an operator names, what its windows hold and when each
@@ -32,14 +34,13 @@ type SeriesWindowView struct {
 // Explain finds the series of aggregation name, of component id, whose group_by values are values
 // (every group_by key named, as text; a key left out matches a record that lacked it).
 func Explain(id, name string, values map[string]string) (SeriesExplanation, error) {
-	registryMu.Lock()
+	var cid component.ID
 	var s *shared
-	for cid, st := range registry {
-		if cid.String() == id {
-			s = st
-		}
+	if cid.UnmarshalText([]byte(id)) == nil {
+		registryMu.Lock()
+		s = registry[cid]
+		registryMu.Unlock()
 	}
-	registryMu.Unlock()
 	if s == nil {
 		return SeriesExplanation{}, fmt.Errorf("no window_aggregator component %q is running", id)
 	}
@@ -61,10 +62,8 @@ func Explain(id, name string, values map[string]string) (SeriesExplanation, erro
 	e := s.engine
 	key, wins, found := e.FindSeries(a.index, func(key string) bool { return maps.Equal(a.decodeKey(key), values) })
 	ex.Found, ex.Windows = found, []SeriesWindowView{}
-	lateness := int64(s.cfg.AllowedLateness)
 	for _, w := range wins {
-		ex.Windows = append(ex.Windows, SeriesWindowView{WindowView: WindowView{Start: time.Unix(0, w.Start).UTC(), End: time.Unix(0, w.End).UTC(),
-			Fired: w.Fired, FiresAtW: time.Unix(0, w.End).UTC(), ExpiresAtW: time.Unix(0, w.End+lateness).UTC()}, Records: w.Records, Sum: w.Sum})
+		ex.Windows = append(ex.Windows, SeriesWindowView{WindowView: s.windowView(w.WindowView), Records: w.Records, Sum: w.Sum})
 	}
 	ex.LastValues, ex.LastValuesSince = s.watch.ask(a.index, values, key, found, time.Unix(0, e.Now()).UTC())
 	if ex.LastValues == nil {

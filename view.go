@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/windowaggregator/windowaggregator/processor/serieskey"
+	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // The operator's view (issue 34, in progress): what the window_aggregator_view extension serves, read
@@ -134,10 +135,7 @@ func Samples() []ComponentSample {
 		now := s.engine.Now()
 		s.watch.forgetStale(time.Unix(0, now))
 		c := ComponentSample{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), Records: make([]RecordCounts, len(s.aggs))}
-		if w := s.engine.Watermark(); w > 0 {
-			t, lag := time.Unix(0, w).UTC(), float64(now-w)/1e9
-			c.Watermark, c.WatermarkLagSeconds = &t, &lag
-		}
+		c.Watermark, c.WatermarkLagSeconds = watermarkAt(s.engine.Watermark(), now)
 		for i, a := range s.aggs {
 			c.Records[i] = s.recordCounts(a)
 		}
@@ -183,11 +181,7 @@ func (s *shared) view(top int) ComponentView {
 			}
 		}
 	}
-	if w := st.Watermark; w > 0 {
-		t := time.Unix(0, w).UTC()
-		lag := float64(now-w) / 1e9
-		v.Watermark, v.WatermarkLagSeconds = &t, &lag
-	}
+	v.Watermark, v.WatermarkLagSeconds = watermarkAt(st.Watermark, now)
 	if keys := s.cfg.Watermark.PerSource; len(keys) > 0 {
 		srcs, total := e.Sources(top)
 		v.Sources, v.SourcesTotal = make([]SourceView, 0, len(srcs)), total
@@ -216,14 +210,30 @@ func (s *shared) view(top int) ComponentView {
 		for _, sc := range heavy {
 			av.TopSeries = append(av.TopSeries, SeriesRecords{Series: a.decodeKey(sc.Key), Records: sc.Records, Overflow: sc.Overflow})
 		}
-		lateness := int64(s.cfg.AllowedLateness)
 		for _, wv := range wins {
-			av.Windows = append(av.Windows, WindowView{Start: time.Unix(0, wv.Start).UTC(), End: time.Unix(0, wv.End).UTC(), Fired: wv.Fired,
-				FiresAtW: time.Unix(0, wv.End).UTC(), ExpiresAtW: time.Unix(0, wv.End+lateness).UTC()})
+			av.Windows = append(av.Windows, s.windowView(wv))
 		}
 		v.Aggregations = append(v.Aggregations, av)
 	}
 	return v
+}
+
+// watermarkAt is W, Unix ns, and its lag behind the wall clock at now, as the view shows them: null
+// before any record.
+func watermarkAt(w, now int64) (*time.Time, *float64) {
+	if w <= 0 {
+		return nil, nil
+	}
+	t, lag := time.Unix(0, w).UTC(), float64(now-w)/1e9
+	return &t, &lag
+}
+
+// windowView is the engine's window as the view shows it: it fires when W reaches its end and takes
+// late records until W reaches its end plus allowed_lateness.
+func (s *shared) windowView(w stream.WindowView) WindowView {
+	end := time.Unix(0, w.End).UTC()
+	return WindowView{Start: time.Unix(0, w.Start).UTC(), End: end, Fired: w.Fired, FiresAtW: end,
+		ExpiresAtW: time.Unix(0, w.End+int64(s.cfg.AllowedLateness)).UTC()}
 }
 
 // recordCounts are aggregation a's records by outcome since the start.

@@ -117,21 +117,21 @@ func (w *seriesWatch) observe(r *stream.Result) {
 	}
 }
 
-// add takes a firing of the series: a late one adds to its window's entry.
+// add takes a firing of the series: a late one adds to its window's entry. Entries are by window
+// end, which is a window's own for a given size.
 func (ws *watchedSeries) add(r *stream.Result) {
-	start, end := time.Unix(0, r.Start).UTC(), time.Unix(0, r.End).UTC()
-	i := slices.IndexFunc(ws.last, func(e EmittedWindow) bool { return e.End.Equal(end) && e.Start.Equal(start) })
-	if i < 0 {
-		ws.last = append(ws.last, EmittedWindow{Start: start, End: end})
-		slices.SortFunc(ws.last, func(a, b EmittedWindow) int { return a.End.Compare(b.End) })
-		if len(ws.last) > watchedWindows {
-			ws.last = slices.Delete(ws.last, 0, len(ws.last)-watchedWindows)
-		}
-		if i = slices.IndexFunc(ws.last, func(e EmittedWindow) bool { return e.End.Equal(end) && e.Start.Equal(start) }); i < 0 {
-			return // older than every window kept
-		}
-	} else {
+	end := time.Unix(0, r.End).UTC()
+	i, kept := slices.BinarySearchFunc(ws.last, end, func(e EmittedWindow, t time.Time) int { return e.End.Compare(t) })
+	switch {
+	case kept:
 		ws.last[i].LateFirings++
+	case len(ws.last) < watchedWindows:
+		ws.last = slices.Insert(ws.last, i, EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
+	case i == 0:
+		return // older than every window kept
+	default:
+		ws.last = slices.Insert(slices.Delete(ws.last, 0, 1), i-1, EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
+		i--
 	}
 	e := &ws.last[i]
 	e.Records += r.Count

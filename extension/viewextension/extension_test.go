@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
@@ -27,6 +28,13 @@ import (
 // startView starts the extension on a free loopback port and returns its base URL.
 func startView(t *testing.T) string {
 	t.Helper()
+	return "http://" + startViewExtension(t).addr
+}
+
+// startViewExtension starts the extension through its factory on a free loopback port, and shuts it
+// down at the test's end.
+func startViewExtension(t *testing.T) *viewExtension {
+	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.NetAddr.Endpoint = "127.0.0.1:0"
 	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(Type), cfg)
@@ -37,7 +45,30 @@ func startView(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ext.Shutdown(context.Background()) })
-	return "http://" + ext.(*viewExtension).addr
+	return ext.(*viewExtension)
+}
+
+// startConnector starts a traces -> metrics window_aggregator through its factory, its clock a fake
+// one at the Unix second at, its default config changed by configure, and shuts it down at the
+// test's end; it returns the connector and the context to feed it with.
+func startConnector(t *testing.T, at int64, configure func(*windowaggregator.Config)) (connector.Traces, context.Context) {
+	t.Helper()
+	ctx := clock.NewContext(context.Background(), clock.NewFake(time.Unix(at, 0)))
+	f := windowaggregator.NewConnectorFactory()
+	cfg := f.CreateDefaultConfig().(*windowaggregator.Config)
+	configure(cfg)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, new(consumertest.MetricsSink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx, componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	return c, ctx
 }
 
 func get(t *testing.T, method, url string) (int, string) {
@@ -88,27 +119,16 @@ func TestComponentsAsJSON(t *testing.T) {
 		t.Fatalf("with no component running: %d %q, want 200 []", code, body)
 	}
 
-	clk := clock.NewFake(time.Unix(1030, 0))
-	ctx := clock.NewContext(context.Background(), clk)
-	f := windowaggregator.NewConnectorFactory()
-	cfg := f.CreateDefaultConfig().(*windowaggregator.Config)
-	cfg.Window.Size = 10 * time.Second
-	cfg.AllowedLateness = 5 * time.Second
-	cfg.Watermark.MaxOutOfOrderness = 0
-	cfg.Watermark.PerSource = []string{"service.instance.id"}
-	cfg.Aggregations = []windowaggregator.AggregationConfig{{Name: "lat", Signal: "spans",
-		GroupBy: []windowaggregator.GroupByKey{{Key: "service.name"}}, Outputs: []string{"count"}}}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, new(consumertest.MetricsSink))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx, componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Shutdown(context.Background()) }()
+	var cfg *windowaggregator.Config
+	c, ctx := startConnector(t, 1030, func(c *windowaggregator.Config) {
+		cfg = c
+		cfg.Window.Size = 10 * time.Second
+		cfg.AllowedLateness = 5 * time.Second
+		cfg.Watermark.MaxOutOfOrderness = 0
+		cfg.Watermark.PerSource = []string{"service.instance.id"}
+		cfg.Aggregations = []windowaggregator.AggregationConfig{{Name: "lat", Signal: "spans",
+			GroupBy: []windowaggregator.GroupByKey{{Key: "service.name"}}, Outputs: []string{"count"}}}
+	})
 	for _, td := range []ptrace.Traces{spans("ab", 1001, 1022), spans("c", 1012)} {
 		if err := c.ConsumeTraces(ctx, td); err != nil {
 			t.Fatal(err)
@@ -250,23 +270,13 @@ func TestEndpointTaken(t *testing.T) {
 // stated, in about the bytes of those lists; the page likewise.
 func TestResponsesAreBounded(t *testing.T) {
 	base := startView(t)
-	clk := clock.NewFake(time.Unix(2000, 0))
-	ctx := clock.NewContext(context.Background(), clk)
-	f := windowaggregator.NewConnectorFactory()
-	cfg := f.CreateDefaultConfig().(*windowaggregator.Config)
-	cfg.Window.Size = time.Second
-	cfg.AllowedLateness = time.Hour // every window kept
-	cfg.Watermark.PerSource = []string{"service.instance.id"}
-	cfg.Aggregations = []windowaggregator.AggregationConfig{{Name: "lat", Signal: "spans",
-		GroupBy: []windowaggregator.GroupByKey{{Key: "service.name"}, {Key: "route"}}, Outputs: []string{"count"}}}
-	c, err := f.CreateTracesToMetrics(ctx, connectortest.NewNopSettings(f.Type()), cfg, new(consumertest.MetricsSink))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx, componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Shutdown(context.Background()) }()
+	c, ctx := startConnector(t, 2000, func(cfg *windowaggregator.Config) {
+		cfg.Window.Size = time.Second
+		cfg.AllowedLateness = time.Hour // every window kept
+		cfg.Watermark.PerSource = []string{"service.instance.id"}
+		cfg.Aggregations = []windowaggregator.AggregationConfig{{Name: "lat", Signal: "spans",
+			GroupBy: []windowaggregator.GroupByKey{{Key: "service.name"}, {Key: "route"}}, Outputs: []string{"count"}}}
+	})
 	td := ptrace.NewTraces()
 	for src := range 100 {
 		rs := td.ResourceSpans().AppendEmpty()
@@ -310,16 +320,8 @@ func TestResponsesAreBounded(t *testing.T) {
 // host (a page elsewhere whose domain was pointed at 127.0.0.1) gets 403. A second Shutdown does
 // nothing.
 func TestLocalhostOnly(t *testing.T) {
-	cfg := createDefaultConfig().(*Config)
-	cfg.NetAddr.Endpoint = "127.0.0.1:0"
-	ext, err := NewFactory().Create(context.Background(), extensiontest.NewNopSettings(Type), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ext.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
-	}
-	addr := ext.(*viewExtension).addr
+	ext := startViewExtension(t)
+	addr := ext.addr
 	_, port, _ := net.SplitHostPort(addr)
 	for _, c := range []struct {
 		host string

@@ -123,6 +123,16 @@ func (s *series) putHead(sh *shard) {
 	s.head, s.headHist = totals{}, nil
 }
 
+// paneTotals are the totals of the series' i-th pane as they stand, without putting the head back:
+// the head's while it holds that pane's (a reader that only copies figures, such as the operator's
+// view, leaves the series as it is).
+func (s *series) paneTotals(i int) totals {
+	if s.head.count > 0 && s.headStart == s.panes[i].start {
+		return s.head
+	}
+	return s.panes[i].total
+}
+
 // addToHead adds a record of weight n to the series' head; hasValue says v is finite.
 //
 // The value of a record of weight 1 goes to pending even when the aggregation keeps no sketch, where

@@ -37,6 +37,16 @@ func (g windowing) lastEnd(p int64) int64 { return p + g.size }
 // expired reports whether window end e has expired at watermark w.
 func (g windowing) expired(e, w int64) bool { return e+g.lateness <= w }
 
+// liveWindowEnds calls fn with the end of each window holding the pane that starts at p (those
+// starting in (p - size, p]) that has not expired at watermark w, latest first.
+func (g windowing) liveWindowEnds(p, w int64, fn func(end int64)) {
+	for start := g.paneStart(p); start > p-g.size; start -= g.slide {
+		if end := start + g.size; !g.expired(end, w) {
+			fn(end)
+		}
+	}
+}
+
 // classify judges a record in pane p against watermark w.
 func (g windowing) classify(p, w int64) Verdict {
 	if g.expired(g.lastEnd(p), w) {

@@ -35,12 +35,7 @@ func (e *Engine) OpenWindows(agg, limit int) (views []WindowView, total int) {
 	}
 	ends := map[int64]struct{}{}
 	for p := range starts {
-		// The windows that hold the pane starting at p: those starting in (p - size, p].
-		for start := g.paneStart(p); start > p-g.size; start -= g.slide {
-			if end := start + g.size; !g.expired(end, w) {
-				ends[end] = struct{}{}
-			}
-		}
+		g.liveWindowEnds(p, w, func(end int64) { ends[end] = struct{}{} })
 	}
 	for end := range ends {
 		views = append(views, WindowView{Start: end - g.size, End: end, Fired: w >= end})
@@ -84,14 +79,8 @@ func (e *Engine) TopSeries(agg, n int) (top []SeriesCount, end int64) {
 			}
 			var records uint64
 			for i := range se.panes {
-				p := &se.panes[i]
-				if p.start < start || p.start >= end {
-					continue
-				}
-				if se.head.count > 0 && se.headStart == p.start {
-					records += se.head.count // the head holds the pane's totals meanwhile
-				} else {
-					records += p.total.count
+				if p := se.panes[i].start; p >= start && p < end {
+					records += se.paneTotals(i).count
 				}
 			}
 			if records > 0 {
@@ -127,8 +116,7 @@ func (e *Engine) FindSeries(agg int, match func(key string) bool) (key string, w
 	w, g := e.Watermark(), e.g
 	type paneTotals struct {
 		start int64
-		count uint64
-		sum   float64
+		totals
 	}
 	var panes []paneTotals
 	var keys []string
@@ -153,12 +141,7 @@ func (e *Engine) FindSeries(agg int, match func(key string) bool) (key string, w
 			}
 			found = true
 			for i := range se.panes {
-				p := &se.panes[i]
-				t := p.total
-				if se.head.count > 0 && se.headStart == p.start {
-					t = se.head // the head holds the pane's totals meanwhile
-				}
-				panes = append(panes, paneTotals{p.start, t.count, t.sum})
+				panes = append(panes, paneTotals{se.panes[i].start, se.paneTotals(i)})
 			}
 			break
 		}
@@ -172,19 +155,15 @@ func (e *Engine) FindSeries(agg int, match func(key string) bool) (key string, w
 	}
 	byEnd := map[int64]*SeriesWindow{}
 	for _, p := range panes {
-		for start := g.paneStart(p.start); start > p.start-g.size; start -= g.slide {
-			end := start + g.size
-			if g.expired(end, w) {
-				continue
-			}
+		g.liveWindowEnds(p.start, w, func(end int64) {
 			sw := byEnd[end]
 			if sw == nil {
-				sw = &SeriesWindow{WindowView: WindowView{Start: start, End: end, Fired: w >= end}}
+				sw = &SeriesWindow{WindowView: WindowView{Start: end - g.size, End: end, Fired: w >= end}}
 				byEnd[end] = sw
 			}
 			sw.Records += p.count
 			sw.Sum += p.sum
-		}
+		})
 	}
 	for _, sw := range byEnd {
 		windows = append(windows, *sw)
@@ -199,6 +178,7 @@ func (e *Engine) Overflowing(agg int) bool {
 	if agg < 0 || agg >= len(e.aggs) {
 		return false
 	}
-	st := e.Stats()
-	return st.OverflowActive[agg]
+	e.overflow.mu.Lock()
+	defer e.overflow.mu.Unlock()
+	return e.overflow.overflow[agg] != nil
 }

@@ -92,16 +92,8 @@ func TestTopSeriesOfTheLastWindow(t *testing.T) {
 func topSeriesOf(t *testing.T, cfg Config) ([]SeriesCount, int64) {
 	h := newHarness(t, cfg)
 	h.at(1030)
-	b := h.e.Begin(h.clk.Now())
-	for _, r := range []struct {
-		key string
-		t   float64
-		n   uint32
-	}{{"a", 1011, 1}, {"a", 1012, 1}, {"a", 1019, 1}, {"a", 1021, 1}, {"b", 1015, 5}, {"c", 1013, 1}, {"c", 1014, 1}, {"d", 1005, 1}, {"e", 1025, 1}} {
-		b.StageChecked(&Record{Key: []byte(r.key), Time: int64(r.t * float64(sec)), Value: 1, Weight: r.n})
-	}
-	b.Apply(func(int32, Verdict, int64) {})
-	b.End()
+	h.wbatch(wrec{"a", 1011, 1, 1}, wrec{"a", 1012, 1, 1}, wrec{"a", 1019, 1, 1}, wrec{"a", 1021, 1, 1}, wrec{"b", 1015, 1, 5},
+		wrec{"c", 1013, 1, 1}, wrec{"c", 1014, 1, 1}, wrec{"d", 1005, 1, 1}, wrec{"e", 1025, 1, 1})
 	h.wantW(1025, "the greatest record")
 	if top, _ := h.e.TopSeries(0, 1); len(top) != 1 {
 		t.Fatalf("TopSeries(1) = %v, want one", top)
@@ -120,17 +112,7 @@ func TestFindSeries(t *testing.T) {
 	cfg.AllowedLateness = 30 * time.Second
 	h := newHarness(t, cfg)
 	h.at(1030)
-	b := h.e.Begin(h.clk.Now())
-	for _, r := range []struct {
-		key string
-		t   float64
-		v   float64
-		n   uint32
-	}{{"a", 1001, 1, 1}, {"a", 1007, 2, 3}, {"a", 1012, 4, 1}, {"b", 1003, 9, 1}} {
-		b.StageChecked(&Record{Key: []byte(r.key), Time: int64(r.t * float64(sec)), Value: r.v, Weight: r.n})
-	}
-	b.Apply(func(int32, Verdict, int64) {})
-	b.End()
+	h.wbatch(wrec{"a", 1001, 1, 1}, wrec{"a", 1007, 2, 3}, wrec{"a", 1012, 4, 1}, wrec{"b", 1003, 9, 1})
 	h.wantW(1012, "the greatest record")
 	s := func(x float64) int64 { return int64(x * float64(sec)) }
 	key, got, found := h.e.FindSeries(0, func(k string) bool { return k == "a" })
@@ -144,4 +126,21 @@ func TestFindSeries(t *testing.T) {
 	if _, got, found := h.e.FindSeries(0, func(k string) bool { return k == "z" }); found || got != nil {
 		t.Fatalf("FindSeries(z) = %+v, %v; want nothing", got, found)
 	}
+}
+
+// wrec is a record of aggregation 0 with its weight.
+type wrec struct {
+	key  string
+	t, v float64 // seconds; value
+	n    uint32  // weight
+}
+
+// wbatch stages one batch of weighted records of aggregation 0, each taken as on time (unjudged).
+func (h *harness) wbatch(rs ...wrec) {
+	b := h.e.Begin(h.clk.Now())
+	for _, r := range rs {
+		b.StageChecked(&Record{Key: []byte(r.key), Time: int64(r.t * float64(sec)), Value: r.v, Weight: r.n})
+	}
+	b.Apply(func(int32, Verdict, int64) {})
+	b.End()
 }
