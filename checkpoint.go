@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,17 +24,26 @@ import (
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
 // aggregations it was taken with (see fingerprint), the service.instance.id its results carry, the
 // engine snapshot (watermark, open windows, fired results not yet collected), the metric inputs'
-// streams (see metricInputs.appendTo), the remembered identities (dedup.Set.AppendTo; empty without
-// dedup), the result batches queued for delivery, and a CRC-32C of all
-// that before it, so that any damage of up to 32 bits in a row, and most other damage, is detected.
+// streams (see metricInputs.appendTo), the directory of the remembered identities (dedup.Mark; empty
+// without dedup), the result batches queued for delivery, and a CRC-32C of all that before it, so
+// that any damage of up to 32 bits in a row, and most other damage, is detected. The identities
+// themselves are parts under keys of their own (idsKey), one a slice of event time, each written when
+// it changed and checked against the CRC-32C the directory lists; all of one checkpoint are written
+// in one storage batch.
 //
-// There is one format: a checkpoint of another version is discarded, logged and counted, like a
-// damaged one (no release has been made that would have left one behind).
+// Version 6, which held every identity in the value itself, is still read: its windows, streams and
+// queue are restored, and its identities (of a hash this version no longer computes) are dropped,
+// logged. A checkpoint of any other version is discarded, logged and counted, like a damaged one.
 const (
 	checkpointKey     = "window_aggregator.state"
 	checkpointMagic   = "WACP"
-	checkpointVersion = 6
+	checkpointVersion = 7
+	// checkpointV6 is the version before the identities were parts of their own
+	checkpointV6 = 6
 )
+
+// idsKey is the storage key of the part of the remembered identities of slice idx.
+func idsKey(idx int64) string { return checkpointKey + ".ids." + strconv.FormatInt(idx, 10) }
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
@@ -137,7 +147,7 @@ func (c *checkpointer) restore(ctx context.Context) {
 		c.logger.Info("No window state checkpoint in storage; starting with empty windows", zap.Bool("zero_length_value", data != nil))
 		return
 	}
-	if err := c.decode(data); err != nil {
+	if err := c.decode(ctx, data); err != nil {
 		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
 		c.logger.Error("Discarding an unreadable window state checkpoint; starting with empty windows", zap.Error(err))
 		return
@@ -183,7 +193,7 @@ func (c *checkpointer) fingerprint() string {
 // queued batches are in it. The engine's snapshot goes into a buffer kept from one checkpoint to the
 // next, so that encoding grows no buffer and leaves the collector little garbage; the checkpoint
 // itself is a new buffer, as a storage client may keep what it is given.
-func (c *checkpointer) encode() (data []byte, seq uint64) {
+func (c *checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
 	fp := c.fingerprint()
 	// The ingest gate first: no batch may move a metric stream's base, or remember an identity,
 	// between their part and the engine's snapshot, which would hold the increase measured from it,
@@ -195,14 +205,17 @@ func (c *checkpointer) encode() (data []byte, seq uint64) {
 	in.mu.Lock()
 	inputs := in.appendTo(nil)
 	in.mu.Unlock()
-	var ids []byte
 	if c.dedup != nil {
-		ids = c.dedup.AppendTo(nil, c.engine.Watermark())
+		mark = c.dedup.Mark(c.engine.Watermark()) // which slices changed: their identities are encoded after the gate
 	}
 	batches, seq := c.emitter.Checkpoint(func() {
 		c.snap = c.engine.Snapshot(c.snap[:0])
 		c.gate.Unlock()
 	})
+	var ids []byte
+	if mark != nil {
+		ids = mark.Directory()
+	}
 	instance := c.emitter.Instance()
 	size := len(checkpointMagic) + 1 + 6*binary.MaxVarintLen64 + len(fp) + len(instance) + len(c.snap) + len(inputs) + len(ids) + crc32.Size
 	for _, q := range batches {
@@ -229,7 +242,7 @@ func (c *checkpointer) encode() (data []byte, seq uint64) {
 	if cap(c.snap) > 4*len(c.snap)+64<<10 { // after a peak of series: let the memory go
 		c.snap = nil
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32c)), seq
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32c)), seq, mark
 }
 
 var (
@@ -237,12 +250,13 @@ var (
 	errCheckpointChecksum = errors.New("checkpoint is damaged: its checksum does not match")
 )
 
-func (c *checkpointer) decode(b []byte) error {
+func (c *checkpointer) decode(ctx context.Context, b []byte) error {
 	if len(b) < len(checkpointMagic)+1 || string(b[:len(checkpointMagic)]) != checkpointMagic {
 		return errCheckpointCorrupt
 	}
-	if version := b[len(checkpointMagic)]; version != checkpointVersion {
-		return fmt.Errorf("checkpoint format version %d, this build reads version %d", version, checkpointVersion)
+	version := b[len(checkpointMagic)]
+	if version != checkpointVersion && version != checkpointV6 {
+		return fmt.Errorf("checkpoint format version %d, this build reads versions %d and %d", version, checkpointV6, checkpointVersion)
 	}
 	n := len(b) - 4
 	if n < len(checkpointMagic)+1 || binary.LittleEndian.Uint32(b[n:]) != crc32.Checksum(b[:n], crc32c) {
@@ -285,10 +299,28 @@ func (c *checkpointer) decode(b []byte) error {
 	if !ok {
 		return errCheckpointCorrupt
 	}
-	restoreIDs, dropped := func() {}, 0
-	if c.dedup != nil && len(ids) > 0 { // without dedup now, the identities are of no use
-		if restoreIDs, dropped, err = c.dedup.Decode(ids); err != nil {
+	restoreIDs, dropped, ofV6 := func() {}, 0, false
+	switch {
+	case c.dedup == nil || len(ids) == 0: // without dedup now, the identities are of no use
+	case version == checkpointV6:
+		ofV6 = true
+	default:
+		dir, err := dedup.DecodeDirectory(ids)
+		if err != nil {
 			return err
+		}
+		sameWidth := true
+		restoreIDs, dropped, sameWidth, err = c.dedup.Restore(dir, func(idx int64) ([]byte, bool) {
+			part, err := c.client.Get(ctx, idsKey(idx))
+			return part, err == nil && part != nil
+		})
+		if err != nil {
+			return err
+		}
+		if !sameWidth {
+			c.logger.Warn("The checkpoint's remembered identities were kept by another window slide; they are forgotten, and copies of records taken before the restart would count again",
+				zap.Int("forgotten", dropped))
+			dropped = 0
 		}
 	}
 	nq, w := binary.Uvarint(b)
@@ -323,6 +355,9 @@ func (c *checkpointer) decode(b []byte) error {
 	}
 	restoreInputs()
 	restoreIDs()
+	if ofV6 {
+		c.logger.Warn("The checkpoint is of format version 6, whose remembered identities this version cannot match: its windows are restored, and copies of records taken before the restart would count again")
+	}
 	if dropped > 0 {
 		c.logger.Warn("The checkpoint remembers more record identities than dedup.max_ids; those past it are forgotten, and their copies would count again",
 			zap.Int("forgotten", dropped), zap.Int("max_ids", c.dedup.Max()))
@@ -348,9 +383,23 @@ func (c *checkpointer) Save(ctx context.Context) {
 	if c.client == nil && (c.ext == nil || !c.open(ctx)) {
 		return
 	}
-	data, seq := c.encode()
+	data, seq, mark := c.encode()
 	em := c.emitter
-	if err := c.client.Set(ctx, checkpointKey, data); err != nil {
+	ops, size := []*storage.Operation{storage.SetOperation(checkpointKey, data)}, len(data)
+	if mark != nil {
+		for _, p := range mark.Parts() {
+			ops = append(ops, storage.SetOperation(idsKey(p.Index), p.Data))
+			size += len(p.Data)
+		}
+		for _, idx := range mark.Stale() {
+			ops = append(ops, storage.DeleteOperation(idsKey(idx)))
+		}
+	}
+	err := c.client.Batch(ctx, ops...)
+	if mark != nil {
+		mark.Done(err == nil)
+	}
+	if err != nil {
 		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
 		c.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
 		c.health.set(checkpointConcern, fmt.Errorf("cannot save the window state checkpoint: %w", err))
@@ -361,7 +410,7 @@ func (c *checkpointer) Save(ctx context.Context) {
 	}
 	c.failing.Store(false)
 	c.health.set(checkpointConcern, nil)
-	c.setLast(checkpointStatus{savedAt: time.Now(), bytes: len(data)})
+	c.setLast(checkpointStatus{savedAt: time.Now(), bytes: size})
 	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
 	em.Checkpointed(seq)
 }

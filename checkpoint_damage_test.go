@@ -2,29 +2,34 @@ package windowaggregator
 
 import (
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"testing"
 )
 
-// A small checkpoint of one open window, from a run with storage.
-func smallCheckpoint(t *testing.T) []byte {
+// A small checkpoint of one open window, from a run with storage: its value, and the parts of the
+// remembered identities beside it.
+func smallCheckpoint(t *testing.T) (data []byte, parts map[string][]byte) {
 	t.Helper()
 	st := &memStorage{data: map[string][]byte{}}
-	runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
-	data := st.data[checkpointKey]
+	runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10, id: 1}})
+	parts = st.snapshot()
+	data = parts[checkpointKey]
 	if len(data) == 0 {
 		t.Fatal("no checkpoint saved")
 	}
-	return data
+	delete(parts, checkpointKey)
+	return data, parts
 }
 
-// restoreOutcome starts a connector on a storage holding data, sends a span into the window the
-// checkpoint holds and one that closes it, and returns the count of that window and the restored and
-// restore_failed counters.
-func restoreOutcome(t *testing.T, data []byte) (count float64, restored, failed int64) {
+// restoreOutcome starts a connector on a storage holding data (and parts, the identities' parts),
+// sends a span into the window the checkpoint holds and one that closes it, and returns the count of
+// that window and the restored and restore_failed counters.
+func restoreOutcome(t *testing.T, data []byte, parts map[string][]byte) (count float64, restored, failed int64) {
 	t.Helper()
 	st := &memStorage{data: map[string][]byte{checkpointKey: data}}
+	maps.Copy(st.data, parts)
 	ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 2, ms: 10}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
 	for _, p := range find(ps, "lat.count", attrsAX) {
 		if p.start == 0 {
@@ -40,13 +45,16 @@ func restoreOutcome(t *testing.T, data []byte) (count float64, restored, failed 
 // too), counted as restore_failed, and the component runs.
 func TestDamagedCheckpointIsNeverRestored(t *testing.T) {
 	useFakeClock(t)
-	good := smallCheckpoint(t)
-	if count, restored, _ := restoreOutcome(t, good); count != 2 || restored != 1 {
+	good, parts := smallCheckpoint(t)
+	if len(parts) == 0 {
+		t.Fatal("no part of remembered identities saved beside the checkpoint")
+	}
+	if count, restored, _ := restoreOutcome(t, good, parts); count != 2 || restored != 1 {
 		t.Fatalf("the undamaged checkpoint: count %v, restored %d; want 2 and 1", count, restored)
 	}
-	check := func(what string, data []byte) {
+	check := func(what string, data []byte, parts map[string][]byte) {
 		t.Helper()
-		count, restored, failed := restoreOutcome(t, data)
+		count, restored, failed := restoreOutcome(t, data, parts)
 		if count != 1 || restored != 0 || failed != 1 {
 			t.Fatalf("%s: count %v, restored %d, restore_failed %d; want 1, 0, 1", what, count, restored, failed)
 		}
@@ -55,11 +63,11 @@ func TestDamagedCheckpointIsNeverRestored(t *testing.T) {
 		for bit := range 8 {
 			d := append([]byte(nil), good...)
 			d[i] ^= 1 << bit
-			check("bit "+strconv.Itoa(bit)+" of byte "+strconv.Itoa(i), d)
+			check("bit "+strconv.Itoa(bit)+" of byte "+strconv.Itoa(i), d, parts)
 		}
 	}
 	for n := 1; n < len(good); n++ {
-		check("truncated to "+strconv.Itoa(n)+" bytes", good[:n])
+		check("truncated to "+strconv.Itoa(n)+" bytes", good[:n], parts)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
@@ -67,12 +75,34 @@ func TestDamagedCheckpointIsNeverRestored(t *testing.T) {
 		for i := range g {
 			g[i] = byte(rng.Uint32())
 		}
-		check("garbage", g)
+		check("garbage", g, parts)
 	}
 	other := append([]byte(nil), good...)
 	other[len(checkpointMagic)] = checkpointVersion + 1
-	check("another version", other)
-	t.Logf("%d-byte checkpoint: %d bit flips, %d truncations, 50 garbage values, another version refused", len(good), 8*len(good), len(good)-1)
+	check("another version", other, parts)
+	// The parts of the remembered identities: every bit flip and truncation of each, and a missing one.
+	flips := 0
+	for key, part := range parts {
+		for i := range part {
+			for bit := range 8 {
+				d := maps.Clone(parts)
+				d[key] = append([]byte(nil), part...)
+				d[key][i] ^= 1 << bit
+				check("bit "+strconv.Itoa(bit)+" of byte "+strconv.Itoa(i)+" of "+key, good, d)
+				flips++
+			}
+		}
+		for n := range len(part) {
+			d := maps.Clone(parts)
+			d[key] = part[:n]
+			check("part "+key+" truncated to "+strconv.Itoa(n)+" bytes", good, d)
+		}
+		d := maps.Clone(parts)
+		delete(d, key)
+		check("part "+key+" missing", good, d)
+	}
+	t.Logf("%d-byte checkpoint: %d bit flips, %d truncations, 50 garbage values, another version refused; %d parts: %d bit flips, truncations and a missing one refused",
+		len(good), 8*len(good), len(good)-1, len(parts), flips)
 }
 
 // A storage whose client cannot be opened, or whose library panics opening it (bbolt on a damaged
@@ -110,7 +140,7 @@ func TestStorageThatCannotOpenDoesNotStopTheComponent(t *testing.T) {
 // An empty value (a zero-length checkpoint file) is empty storage, counted as such.
 func TestEmptyCheckpointStartsClean(t *testing.T) {
 	useFakeClock(t)
-	count, restored, failed := restoreOutcome(t, []byte{})
+	count, restored, failed := restoreOutcome(t, []byte{}, nil)
 	if count != 1 || restored != 0 || failed != 0 {
 		t.Fatalf("count %v, restored %d, restore_failed %d; want 1, 0, 0", count, restored, failed)
 	}

@@ -15,7 +15,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// gatedStorage is memStorage whose Set can be made to wait, as a file storage's write and fsync do.
+// gatedStorage is memStorage whose writes (Set, and Batch, which a checkpoint is written with) can be
+// made to wait, as a file storage's write and fsync do.
 type gatedStorage struct {
 	*memStorage
 	block   atomic.Bool
@@ -35,6 +36,15 @@ func (g *gatedStorage) Set(ctx context.Context, k string, v []byte) error {
 	}
 	defer g.done.Add(1)
 	return g.memStorage.Set(ctx, k, v)
+}
+
+func (g *gatedStorage) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	if g.block.Load() {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	defer g.done.Add(1)
+	return g.memStorage.Batch(ctx, ops...)
 }
 
 // gatedConsumer records, for each request, how many checkpoints had been written when it came; its

@@ -53,7 +53,8 @@ func TestCheckpointsDuringConcurrentIngest(t *testing.T) {
 		st.mu.Unlock()
 		fresh, err := newShared(set.TelemetrySettings, set.ID, cfg, clk)
 		must(t, err)
-		if err := fresh.storage.decode(cp); err != nil {
+		fresh.storage.client = st // the identities' parts are read from the storage
+		if err := fresh.storage.decode(context.Background(), cp); err != nil {
 			t.Fatalf("checkpoint %d (%d bytes): %v", n, len(cp), err)
 		}
 		fresh.tel.shutdown()

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -59,11 +60,40 @@ func (m *memStorage) Set(_ context.Context, k string, v []byte) error {
 	m.data[k] = append([]byte(nil), v...)
 	return nil
 }
-func (m *memStorage) Delete(_ context.Context, k string) error { delete(m.data, k); return nil }
-func (m *memStorage) Batch(context.Context, ...*storage.Operation) error {
-	return errors.New("not used")
+func (m *memStorage) Delete(_ context.Context, k string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.data, k)
+	return nil
+}
+
+// Batch applies the operations all or none, as file_storage does in one transaction.
+func (m *memStorage) Batch(_ context.Context, ops ...*storage.Operation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failSet != nil {
+		return m.failSet
+	}
+	for _, op := range ops {
+		switch op.Type {
+		case storage.Set:
+			m.data[op.Key] = append([]byte(nil), op.Value...)
+		case storage.Delete:
+			delete(m.data, op.Key)
+		case storage.Get:
+			op.Value = m.data[op.Key]
+		}
+	}
+	return nil
 }
 func (m *memStorage) Close(context.Context) error { return nil }
+
+// snapshot is what the storage holds: the checkpoint's value and its identities' parts.
+func (m *memStorage) snapshot() map[string][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.data)
+}
 
 type hostWith map[component.ID]component.Component
 
@@ -155,9 +185,9 @@ func TestCorruptOrUnreadableCheckpointStartsClean(t *testing.T) {
 	}
 }
 
-// A checkpoint of an older format (no release has left one behind: there is one format) is
-// discarded like a damaged one, however sound its checksum: logged, counted, and the component starts
-// with empty windows.
+// A checkpoint of a format older than version 6 (no release has left one behind) is discarded like a
+// damaged one, however sound its checksum: logged, counted, and the component starts with empty
+// windows.
 func TestOlderCheckpointFormatsAreDiscarded(t *testing.T) {
 	useFakeClock(t)
 	st := &memStorage{data: map[string][]byte{}}
@@ -172,6 +202,43 @@ func TestOlderCheckpointFormatsAreDiscarded(t *testing.T) {
 		wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restore_failed"}, 1)
 		wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restored"}, 0)
 	}
+}
+
+// A checkpoint of format version 6 (the remembered identities in the value itself, as 128-bit hashes)
+// is still read: its windows, streams and queue are restored, and its identities, which this version
+// cannot match, are dropped.
+func TestVersion6CheckpointIsRestoredWithoutItsIdentities(t *testing.T) {
+	useFakeClock(t)
+	st := &memStorage{data: map[string][]byte{}}
+	_, _ = runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10, id: 1}})
+	v7 := st.data[checkpointKey]
+	// The same checkpoint as version 6 wrote it: the identities' field holds them all (W, 64 groups,
+	// the first with one identity of 16 bytes and its expiry), and no part beside it.
+	oldIDs := binary.AppendVarint(nil, 0)
+	oldIDs = binary.AppendUvarint(oldIDs, 64)
+	oldIDs = binary.AppendUvarint(oldIDs, 1)
+	oldIDs = append(oldIDs, make([]byte, 16)...)
+	oldIDs = binary.AppendUvarint(oldIDs, 10)
+	for range 63 {
+		oldIDs = binary.AppendUvarint(oldIDs, 0)
+	}
+	b := v7[len(checkpointMagic)+1 : len(v7)-4]
+	v6 := append([]byte(checkpointMagic), checkpointV6)
+	for field := range 5 { // the aggregations, the instance, the engine, the metric inputs, the identities
+		n, w := binary.Uvarint(b)
+		value := b[w : w+int(n)]
+		b = b[w+int(n):]
+		if field == 4 {
+			value = oldIDs
+		}
+		v6 = append(binary.AppendUvarint(v6, uint64(len(value))), value...)
+	}
+	v6 = append(v6, b...) // the queued batches
+	st.data = map[string][]byte{checkpointKey: binary.LittleEndian.AppendUint32(v6, crc32.Checksum(v6, crc32c))}
+	ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 2, ms: 30}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
+	wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restored"}, 1)
+	wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 2) // the record before the restart, and the one after
+	wantPoint(t, ps, "lat.max", attrsAX, 0, 10, 30)
 }
 
 // A checkpoint restores only into aggregations that keep the same state: another name or group_by

@@ -256,7 +256,7 @@ func createDefaultConfig() component.Config {
 		MaxSeries: 10000, MaxInputStreams: 100000,
 		Emit:       EmitConfig{Interval: time.Second, MaxPendingPoints: 100000, MaxPointsPerSend: 2000},
 		Checkpoint: CheckpointConfig{Interval: 30 * time.Second},
-		Dedup:      DedupConfig{Enabled: true, MaxIDs: 1_000_000},
+		Dedup:      DedupConfig{Enabled: true, MaxIDs: 5_000_000},
 	}
 }
 

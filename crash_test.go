@@ -21,16 +21,14 @@ type crashSink struct {
 	batch       *atomic.Int64
 	mu          sync.Mutex
 	values      []map[string]float64 // per request: series@timestamp -> value
-	checkpoints [][]byte             // per request: the stored checkpoint as it was
+	checkpoints []map[string][]byte  // per request: what the storage held (the checkpoint and its parts)
 	batches     []int                // per request: the batch being ingested
 }
 
 func (c *crashSink) ConsumeMetrics(_ context.Context, md pmetric.Metrics) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.st.mu.Lock()
-	c.checkpoints = append(c.checkpoints, append([]byte(nil), c.st.data[checkpointKey]...))
-	c.st.mu.Unlock()
+	c.checkpoints = append(c.checkpoints, c.st.snapshot())
 	c.batches = append(c.batches, int(c.batch.Load()))
 	v := map[string]float64{}
 	for _, p := range points([]pmetric.Metrics{md}) {
@@ -96,8 +94,8 @@ func TestCrashAtAnyDeliveryNeverChangesADeliveredValue(t *testing.T) {
 			}
 		}
 		second := &crashSink{st: &memStorage{data: map[string][]byte{}}, batch: new(atomic.Int64)}
-		if cp := first.checkpoints[k]; len(cp) > 0 {
-			second.st.data[checkpointKey] = cp
+		if cp := first.checkpoints[k]; len(cp[checkpointKey]) > 0 {
+			second.st.data = cp
 		}
 		run(second, first.batches[k]+1)
 		crashes++
@@ -106,7 +104,7 @@ func TestCrashAtAnyDeliveryNeverChangesADeliveredValue(t *testing.T) {
 				if w, ok := was[key]; ok && val != w {
 					t.Fatalf("kill -9 at delivery %d (batch %d): %s delivered again as %v, was %v", k, first.batches[k], key, val, w)
 				}
-				if series := key[:strings.LastIndex(key, "@")]; len(first.checkpoints[k]) > 0 && val < latest[series] {
+				if series := key[:strings.LastIndex(key, "@")]; len(first.checkpoints[k][checkpointKey]) > 0 && val < latest[series] {
 					t.Fatalf("kill -9 at delivery %d (batch %d): %s total %v, below the %v delivered before", k, first.batches[k], key, val, latest[series])
 				}
 			}

@@ -70,8 +70,8 @@ type scratch struct {
 	ottl        ottlErrors
 	sourceKey   []byte
 	traceStates traceStates
-	// ids holds the identities read ahead (ingestRun.ahead)
-	ids []dedup.ID
+	// dedup is the call's dedup stage
+	dedup dedupStage
 	// byAgg are the call's records by outcome per aggregation (see aggregationCounts), by index
 	byAgg []aggregationTally
 	run   ingestRun
@@ -87,7 +87,7 @@ func (sc *scratch) release() {
 	sc.state = sc.state[:0]
 	sc.judgedBy = sc.judgedBy[:0]
 	sc.faults = sc.faults[:0]
-	sc.ids = sc.ids[:0]
+	sc.dedup.reset()
 	clear(sc.byAgg)
 	sc.ottl.reset()
 	sc.run = ingestRun{}
@@ -166,8 +166,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 	// The time is checked once (vd, judged), at the first aggregation that selects the record, or
 	// before that when the record's identity is looked up there.
 	vd, judged := stream.OnTime, false
-	run.claimed = false
-	identified := run.ids == nil // identities are looked up once, at the first aggregation that selects the record
+	identified := !run.dd.on() // identities are looked up once, at the first aggregation that selects the record
 	at := run.sc.byAgg
 	for _, a := range aggs {
 		if !a.matches(r) {
@@ -177,7 +176,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		if !identified {
 			identified = true
 			vd, judged = b.Check(t), true
-			if vd == stream.OnTime && run.claim(t) == dedup.Duplicate {
+			if vd == stream.OnTime && run.dd.claim(r.src, rec.Tag, t, b) == dedup.Duplicate {
 				st = duplicate // before its OTTL, its weight and its input stream: it is none of theirs
 				at[a.index].duplicate++
 				break
@@ -255,8 +254,8 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 			st = refused
 		}
 	}
-	if run.claimed && st != outcomeOf(stream.OnTime) {
-		run.ids.Release(run.claimedID) // not aggregated: a copy is to be judged as this one was
+	if run.dd.on() {
+		run.dd.settle(rec.Tag, st == outcomeOf(stream.OnTime))
 	}
 	run.sc.state = append(run.sc.state, st)
 }
@@ -332,6 +331,10 @@ func (run *ingestRun) apply() {
 	sc := run.sc
 	state := sc.state
 	defer run.ungate()
+	if run.dd.on() {
+		run.dd.release()
+		run.tl.dedupOverflow += run.dd.overflows
+	}
 	run.b.Apply(func(tag int32, vd stream.Verdict, w int64) {
 		state[tag] = max(state[tag], outcomeOf(vd))
 		if vd == stream.Expired {
@@ -441,17 +444,10 @@ type ingestRun struct {
 	// spans or logs
 	points *metricReader
 	in     *metricInputs
-	// input is the signal of the call's records; ids the identities remembered, when its records are
-	// deduplicated; claimed: the record being staged had its identity (claimedID) remembered.
-	input     int
-	ids       *dedup.Set
-	claimed   bool
-	claimedID dedup.ID
-	// ahead reads the identities of the call's records by tag (nil: the record being staged reads
-	// its own); sc.ids holds those read, of the records from aheadFrom to readAhead, whose slots
-	// are prefetched up to prefetched.
-	ahead                            identitiesAhead
-	aheadFrom, readAhead, prefetched int
+	// input is the signal of the call's records; dd its dedup stage (off when they are not
+	// deduplicated)
+	input int
+	dd    *dedupStage
 	// gated: the call holds the ingest gate (shared.gate) for reading, until its records are applied
 	gated bool
 }
@@ -471,7 +467,8 @@ func (s *shared) beginRun(ctx context.Context, input int, r *record) *ingestRun 
 		s.gate.RLock()
 	}
 	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, s: s, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1,
-		input: input, ids: s.dedupOf[input], gated: gated}
+		input: input, dd: &sc.dedup, gated: gated}
+	sc.dedup.begin(s.dedupOf[input])
 	return run
 }
 

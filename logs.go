@@ -108,7 +108,7 @@ const (
 // in logParts' order (a map's pairs in any order); none without a key.
 func (rd *logReader) identity() (dedup.ID, bool) {
 	if rd.idKey == 0 {
-		return dedup.ID{}, false
+		return 0, false
 	}
 	lr, h := rd.lr, &rd.hasher
 	b := rd.idBuf[:0]
@@ -143,7 +143,7 @@ func (rd *logReader) identity() (dedup.ID, bool) {
 		}
 	}
 	rd.idBuf = b
-	return identityOf(b), true
+	return dedup.Hash(b), true
 }
 
 func (rd *logReader) ottlContext() any {

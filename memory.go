@@ -7,8 +7,7 @@ import (
 )
 
 // The memory formula of the README, per aggregation (and, with dedup, for the component what a full
-// set of max_ids identities takes, dedup.Bytes: 48 to 96 bytes an identity, by how max_ids/64
-// falls between powers of two):
+// set of max_ids identities takes, dedup.Footprint: at most 12 bytes an identity):
 //
 //	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B + X)) + I
 //	P = (size + allowed_lateness + max_out_of_orderness + max_future_skew) / slide + 1
@@ -138,7 +137,7 @@ func logMemoryEstimate(logger *zap.Logger, cfg *Config, aggs []*aggregation) {
 		fields = append(fields, zap.Int64("bytes."+a.name, b))
 	}
 	if cfg.Dedup.Enabled {
-		d := dedup.Bytes(cfg.Dedup.MaxIDs)
+		d := dedup.Footprint(cfg.Dedup.MaxIDs)
 		total += d
 		fields = append(fields, zap.Int64("bytes.dedup", d))
 	}

@@ -25,9 +25,9 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	fields := loggedEstimate(t, cfg)
 	// P = (60 + 30 + 5 + 300) s / 60 s + 1 = 7 panes.
 	// lat: 10001 × (550 + 2 × 64 + 7 × (160 + 1024)) = 10001 × 8966; n: 10001 × (550 + 7 × 160) = 10001 × 1670.
-	// Pending points, sums and gauges: 100000 × 345. Dedup's default 1,000,000 identities: 64 tables
-	// of 32,768 slots of 24 bytes, and the set's 4120 bytes (internal/dedup).
-	const dedupBytes = 64*32768*24 + 4120
+	// Pending points, sums and gauges: 100000 × 345. Dedup's default 5,000,000 identities at 12 bytes
+	// (internal/dedup: an 8-byte entry in tables at least 72% full, rounded up).
+	const dedupBytes = 5_000_000 * 12
 	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8966, "bytes.n": 10001 * 1670, "bytes.dedup": dedupBytes,
 		"bytes": 10001*(8966+1670) + dedupBytes, "bytes.pending_points": 100000 * 345}
 	for k, v := range want {

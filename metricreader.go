@@ -1,7 +1,6 @@
 package windowaggregator
 
 import (
-	"encoding/binary"
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottldatapoint"
@@ -33,7 +32,11 @@ type metricReader struct {
 	nameOK bool
 	key    streamKey
 	keyOK  bool
-	idBuf  []byte // the point's identity's parts, for dedup
+	// kindID hashes what identifies a point besides its stream and times (its metric's type and
+	// unit, how it is taken), once per metric, for dedup
+	idBuf  []byte
+	kindID uint64
+	kindOK bool
 
 	adds pointAdder
 }
@@ -76,7 +79,7 @@ func (rd *metricReader) setScope(sm pmetric.ScopeMetrics) {
 
 // setMetric points the view at the points of metric m.
 func (rd *metricReader) setMetric(m pmetric.Metric) {
-	rd.m, rd.nameOK = m, false
+	rd.m, rd.nameOK, rd.kindOK = m, false, false
 	rd.p.kind, rd.p.cumulative = kindOf(m)
 	rd.field[fieldMetricName] = m.Name()
 }
@@ -119,16 +122,13 @@ func (rd *metricReader) weightSeed() uint64 { return 0 } // metric points weigh 
 // temporality among others), and the point's start time and time: a resent gauge or delta point is
 // the same point.
 func (rd *metricReader) identity() (dedup.ID, bool) {
-	k := rd.streamKey()
-	b := binary.LittleEndian.AppendUint64(rd.idBuf[:0], k[0])
-	b = binary.LittleEndian.AppendUint64(b, k[1])
-	b = append(b, byte(rd.m.Type()), byte(rd.p.kind))
+	if !rd.kindOK {
+		b := append(rd.idBuf[:0], byte(rd.m.Type()), byte(rd.p.kind))
+		rd.idBuf = append(b, rd.m.Unit()...)
+		rd.kindID, rd.kindOK = uint64(dedup.Hash(rd.idBuf)), true
+	}
 	start, t := rd.times()
-	b = binary.LittleEndian.AppendUint64(b, start)
-	b = binary.LittleEndian.AppendUint64(b, t)
-	b = append(b, rd.m.Unit()...)
-	rd.idBuf = b
-	return identityOf(b), true
+	return dedup.Point(rd.streamKey(), rd.kindID, start, t), true
 }
 
 // times returns the point's start time and time.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -68,14 +67,12 @@ func TestACheckpointTakenDuringMetricIngestIsConsistent(t *testing.T) {
 				}()
 			}
 			go func() { wg.Wait(); close(done) }()
-			var mid []byte // the checkpoint of a moment in the middle of the ingest
+			var mid map[string][]byte // what the storage held at a moment in the middle of the ingest
 			for k := 0; ; k++ {
 				s.storage.Save(context.Background())
-				st.mu.Lock()
 				if k == 2+trial || mid == nil {
-					mid = slices.Clone(st.data[checkpointKey])
+					mid = st.snapshot()
 				}
-				st.mu.Unlock()
 				select {
 				case <-done:
 				default:
@@ -88,7 +85,7 @@ func TestACheckpointTakenDuringMetricIngestIsConsistent(t *testing.T) {
 			}
 
 			// Restored from the checkpoint of the middle, every point again, in each pod's order.
-			st2 := &memStorage{data: map[string][]byte{checkpointKey: mid}}
+			st2 := &memStorage{data: mid}
 			r := startMetrics(t, "processor", cfg, hostWith{storageID: st2})
 			for g := range 4 {
 				for _, md := range batches[g] {

@@ -2,7 +2,6 @@ package windowaggregator
 
 import (
 	"context"
-	"encoding/binary"
 	"iter"
 	"sync"
 
@@ -104,7 +103,10 @@ func (rd *spanReader) weightSeed() uint64 { return weightSeed(rd.sp.TraceID(), r
 
 // identity is the span's identity for dedup: its trace id, span id and kind (Zipkin's clients and
 // servers share a span id); none for a span without a valid trace id or span id.
-func (rd *spanReader) identity() (dedup.ID, bool) { return spanIdentity(rd.sp) }
+func (rd *spanReader) identity() (dedup.ID, bool) {
+	id, _, ok := spanIdentity(rd.sp)
+	return id, ok
+}
 
 // gatherSpans lists td's spans in the order they are staged: their handles only, the spans
 // themselves unread.
@@ -118,19 +120,19 @@ func (rd *spanReader) gatherSpans(td ptrace.Traces) {
 	}
 }
 
-func (rd *spanReader) records() int                      { return len(rd.spans) }
-func (rd *spanReader) identityAt(i int) (dedup.ID, bool) { return spanIdentity(rd.spans[i]) }
+func (rd *spanReader) records() int { return len(rd.spans) }
+func (rd *spanReader) identityAt(i int) (dedup.ID, int64, bool) {
+	return spanIdentity(rd.spans[i])
+}
 
-func spanIdentity(sp ptrace.Span) (dedup.ID, bool) {
+// spanIdentity is a span's identity and its event time (its end); ok is false for a span without
+// a valid trace id or span id.
+func spanIdentity(sp ptrace.Span) (id dedup.ID, t int64, ok bool) {
 	tid, sid := sp.TraceID(), sp.SpanID()
 	if tid.IsEmpty() || sid.IsEmpty() {
-		return dedup.ID{}, false
+		return 0, 0, false
 	}
-	var b [28]byte
-	copy(b[:16], tid[:])
-	copy(b[16:24], sid[:])
-	binary.LittleEndian.PutUint32(b[24:], uint32(sp.Kind()))
-	return identityOf(b[:]), true
+	return dedup.Span(tid, sid, int32(sp.Kind())), timeOf(uint64(sp.EndTimestamp())), true
 }
 
 func (rd *spanReader) ottlContext() any {
@@ -146,9 +148,9 @@ func ingestTraces(s *shared, ctx context.Context, td ptrace.Traces, action lateA
 	rd := getSpanReader(sa)
 	defer rd.release()
 	run := s.beginRun(ctx, inputSpans, &rd.record)
-	if run.ids != nil {
+	if run.dd.on() {
 		rd.gatherSpans(td)
-		run.ahead = rd
+		run.dd.claimAhead(rd, run.b)
 	}
 	for _, rs := range td.ResourceSpans().All() {
 		run.setSource(rs.Resource().Attributes())

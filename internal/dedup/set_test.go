@@ -1,266 +1,384 @@
 package dedup
 
 import (
-	"math"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
 )
 
-// modelEntry is what the reference model knows of an identity: claimed Remembered at expiry, and not
-// released since.
-type modelEntry struct{ expiry int64 }
+// The test's slides: a record at t expires at the end of its slide plus lifetime, as a window
+// aggregation's identities do (every identity of a slide expires together).
+const (
+	testSlide    = 10
+	testLifetime = 40
+)
 
-// TestClaimAgainstModel drives a set with random claims, releases, forgets and advances of W, over a
-// small pool of identities, and checks each answer against a map of what was remembered: a
-// duplicate only of an identity remembered and not yet expired (never a false positive), every such
-// one a duplicate, an overflow only with the set full, and after a sweep of every shard exactly the
-// live identities held.
+func expiryOf(t int64) int64 { return (t/testSlide+1)*testSlide + testLifetime }
+
+// modelEntry is what the reference model knows of an identity: claimed Remembered, at time t, and
+// not released since.
+type modelEntry struct{ t int64 }
+
+// TestClaimAgainstModel drives a set with random batches of claims (copies within a batch among
+// them), releases, forgets and advances of W, over a small pool of identities, and checks each
+// answer against a map of what was remembered: a duplicate only of an identity remembered and not
+// yet expired (never a false positive), every such one a duplicate, Passed exactly for records W has
+// passed, an overflow only with the set full, and after a forget exactly the live identities held.
 func TestClaimAgainstModel(t *testing.T) {
-	for seed := range uint64(40) {
+	for seed := range uint64(60) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		maxIDs := 1 + rng.IntN(40)
-		const lifetime, step = 100, 10
-		s := New(maxIDs, step)
+		maxIDs := 1 + rng.IntN(60)
+		s := New(maxIDs, testSlide/[]int64{1, 2, 5, 10}[rng.IntN(4)])
 		model := map[ID]modelEntry{}
-		pool := make([]ID, 1+rng.IntN(120))
+		// An identity stands for one record: a copy has its original's time.
+		pool := make([]Item, 1+rng.IntN(150))
+		w := int64(rng.IntN(100))
 		for i := range pool {
-			pool[i] = ID{rng.Uint64(), rng.Uint64()}
+			t := w + int64(rng.IntN(200)) - 20
+			pool[i] = Item{ID: Fold(rng.Uint64()), Time: t, Expiry: expiryOf(t)}
 		}
-		w := int64(rng.IntN(1000))
 		live := func() int {
 			n := 0
 			for _, e := range model {
-				if e.expiry > w {
+				if expiryOf(e.t) > w {
 					n++
 				}
 			}
 			return n
 		}
-		for op := range 3000 {
+		var order []int32
+		for op := range 2000 {
 			switch r := rng.IntN(100); {
 			case r < 70:
-				id := pool[rng.IntN(len(pool))]
-				expiry := w - 20 + int64(rng.IntN(lifetime+20))
-				e, known := model[id]
-				was := known && e.expiry > w
+				items := make([]Item, 1+rng.IntN(12))
+				for i := range items {
+					items[i] = pool[rng.IntN(len(pool))]
+				}
+				out := make([]Claim, len(items))
 				before := s.Len()
-				if rng.IntN(4) == 0 { // a prefetch changes nothing
-					from := rng.IntN(len(pool))
-					s.Prefetch(pool[from:min(len(pool), from+PrefetchAhead)])
+				if len(items) == 1 && rng.IntN(2) == 0 {
+					out[0] = s.Claim(items[0], w)
+				} else {
+					order = s.Claims(items, w, out, order)
 				}
-				got := s.Claim(id, expiry, w)
-				switch {
-				case was && got != Duplicate:
-					t.Fatalf("seed %d op %d: identity remembered until %d, W %d: got %v, want Duplicate", seed, op, e.expiry, w, got)
-				case !was && got == Duplicate:
-					t.Fatalf("seed %d op %d: identity not remembered (known %v, expiry %d), W %d: got Duplicate", seed, op, known, e.expiry, w)
-				case !was && expiry <= w && got != Passed:
-					t.Fatalf("seed %d op %d: a new identity W has passed: got %v, want Passed", seed, op, got)
-				case got == Overflow && before < maxIDs && s.Len() < maxIDs:
-					t.Fatalf("seed %d op %d: Overflow with %d of %d held", seed, op, s.Len(), maxIDs)
-				}
-				switch got {
-				case Remembered:
-					model[id] = modelEntry{expiry}
-				case Passed, Overflow:
-					delete(model, id)
+				for i, it := range items {
+					e, known := model[it.ID]
+					was := known && expiryOf(e.t) > w
+					got := out[i]
+					switch {
+					case it.Expiry <= w && got != Passed:
+						t.Fatalf("seed %d op %d: expiry %d, W %d: got %v, want Passed", seed, op, it.Expiry, w, got)
+					case it.Expiry <= w:
+					case was && got != Duplicate:
+						t.Fatalf("seed %d op %d: identity remembered at %d, W %d: got %v, want Duplicate", seed, op, e.t, w, got)
+					case !was && got == Duplicate:
+						t.Fatalf("seed %d op %d: identity not remembered (known %v), W %d: got Duplicate", seed, op, known, w)
+					case got == Overflow && before < maxIDs && s.Len() < maxIDs:
+						t.Fatalf("seed %d op %d: Overflow with %d of %d held", seed, op, s.Len(), maxIDs)
+					}
+					if got == Remembered {
+						model[it.ID] = modelEntry{it.Time}
+					}
 				}
 			case r < 80:
-				id := pool[rng.IntN(len(pool))]
-				if _, ok := model[id]; ok && rng.IntN(2) == 0 {
-					s.Release(id)
-					delete(model, id)
+				it := pool[rng.IntN(len(pool))]
+				if e, ok := model[it.ID]; ok && expiryOf(e.t) > w && rng.IntN(2) == 0 {
+					s.Release(it.ID, it.Time)
+					delete(model, it.ID)
 				}
 			case r < 95:
 				w += int64(rng.IntN(8))
+				for id, e := range model {
+					if expiryOf(e.t) <= w {
+						delete(model, id) // forgotten: a copy is Passed
+					}
+				}
 			default:
 				s.Forget(w)
+				if s.Len() != live() {
+					t.Fatalf("seed %d op %d: after Forget, %d held, want the %d live", seed, op, s.Len(), live())
+				}
 			}
 			if n := s.Len(); n > maxIDs || n < live() {
 				t.Fatalf("seed %d op %d: %d held, at most %d, at least the %d live", seed, op, n, maxIDs, live())
 			}
 		}
-		// A sweep of every shard leaves exactly the live identities.
-		s.Forget(w + 1<<40)
-		for id, e := range model {
-			if e.expiry <= w+1<<40 {
-				delete(model, id)
-			}
+	}
+}
+
+// TestACopyIsFoundInItsSliceAfterItsNeighboursAreDropped: slices expire whole, by their own expiry;
+// a record whose slice outlives the slices around it (records far apart in event time) is still
+// found, however many slices before and after it were dropped.
+func TestACopyIsFoundInItsSliceAfterItsNeighboursAreDropped(t *testing.T) {
+	s := New(1000, 1)
+	var order []int32
+	// Slices 100..109, each with one identity, expiring at their time + 5; and slice 200, whose
+	// identity expires at 1000.
+	items := []Item{{ID: 7, Time: 200, Expiry: 1000}}
+	for i := range int64(10) {
+		items = append(items, Item{ID: ID(1000 + i), Time: 100 + i, Expiry: 105 + i})
+	}
+	items = append(items, Item{ID: 8, Time: 300, Expiry: 310})
+	out := make([]Claim, len(items))
+	order = s.Claims(items, 0, out, order)
+	for i, c := range out {
+		if c != Remembered {
+			t.Fatalf("item %d: %v", i, c)
 		}
-		if s.Len() != len(model) {
-			t.Fatalf("seed %d: after a sweep of every shard, %d held, want %d", seed, s.Len(), len(model))
-		}
+	}
+	s.Forget(400) // every slice but 200's
+	if s.Slices() != 1 || s.Len() != 1 {
+		t.Fatalf("after Forget: %d slices, %d identities, want 1 and 1", s.Slices(), s.Len())
+	}
+	copies := []Item{{ID: 7, Time: 200, Expiry: 1000}, {ID: 8, Time: 300, Expiry: 310}, {ID: 7, Time: 201, Expiry: 1000}}
+	out = make([]Claim, len(copies))
+	s.Claims(copies, 400, out, order)
+	if out[0] != Duplicate || out[1] != Passed || out[2] != Remembered {
+		t.Fatalf("copies: %v, want [Duplicate Passed Remembered] (the same id at another time is another slice's)", out)
 	}
 }
 
 // TestOverflowNeverDropsANewRecord fills a set and checks that every identity past the maximum is an
-// Overflow, never a Duplicate, and that once W passes the held ones' expiry a full set makes room.
+// Overflow, never a Duplicate, and that once W passes the held ones' expiry a forget makes room.
 func TestOverflowNeverDropsANewRecord(t *testing.T) {
 	s := New(100, 10)
-	for i := range uint64(100) {
-		if got := s.Claim(ID{i, i}, 1000, 0); got != Remembered {
-			t.Fatalf("identity %d of 100: %v", i, got)
+	for i := range 100 {
+		if c := s.Claim(Item{ID: Fold(uint64(i) + 10), Time: int64(i), Expiry: 1000}, 0); c != Remembered {
+			t.Fatalf("identity %d: %v", i, c)
 		}
 	}
-	for i := uint64(100); i < 1000; i++ {
-		if got := s.Claim(ID{i, i}, 1000, 0); got != Overflow {
-			t.Fatalf("identity %d past the maximum of 100: %v, want Overflow", i, got)
+	for i := range 50 {
+		if c := s.Claim(Item{ID: Fold(uint64(i) + 500), Time: int64(i), Expiry: 1000}, 0); c != Overflow {
+			t.Fatalf("identity %d past the maximum: %v, want Overflow", i, c)
 		}
 	}
-	if got := s.Claim(ID{5, 5}, 1000, 0); got != Duplicate {
-		t.Fatalf("a held identity with the set full: %v, want Duplicate", got)
-	}
-	// W reaches the held identities' expiry: the next claim sweeps its shard and is remembered.
-	if got := s.Claim(ID{2000, 2000}, 2000, 1000); got != Remembered {
-		t.Fatalf("a new identity once the held ones expired: %v, want Remembered", got)
-	}
-	if got := s.Claim(ID{5, 5}, 2000, 1000); got == Duplicate {
-		t.Fatal("an identity whose expiry W reached is still a duplicate")
+	s.Forget(1000)
+	if c := s.Claim(Item{ID: 42, Time: 2000, Expiry: 3000}, 1000); c != Remembered || s.Len() != 1 {
+		t.Fatalf("after the held expired: %v with %d held", c, s.Len())
 	}
 }
 
-// TestConcurrentClaimsOfOneIdentity: of the batches that claim the same identities at once, exactly
-// one gets each as Remembered.
+// TestConcurrentClaimsOfOneIdentity: of copies claimed side by side, exactly one is Remembered.
 func TestConcurrentClaimsOfOneIdentity(t *testing.T) {
-	s := New(1<<20, 10)
-	const ids, claimers = 5000, 8
-	remembered := make([][]bool, claimers)
-	var wg sync.WaitGroup
-	for c := range claimers {
-		remembered[c] = make([]bool, ids)
-		wg.Go(func() {
-			id := func(i int) ID { return ID{uint64(i) * 0x9e3779b97f4a7c15, uint64(i)} }
-			for i := range ids {
-				s.Prefetch([]ID{id(i + PrefetchAhead)}) // beside claims that grow the tables
-				remembered[c][i] = s.Claim(id(i), 100, 0) == Remembered
-			}
-		})
-	}
-	wg.Wait()
-	for i := range ids {
-		n := 0
-		for c := range claimers {
-			if remembered[c][i] {
-				n++
+	for round := range 50 {
+		s := New(1<<20, 1e9)
+		const workers, ids = 4, 2000
+		var remembered [ids]int32
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for wk := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(round), uint64(wk)))
+				items := make([]Item, ids)
+				for i := range items {
+					t := int64(1e9 + i*1e6)
+					items[i] = Item{ID: Fold(uint64(i)*0x9e3779b97f4a7c15 + 1), Time: t, Expiry: 1 << 60}
+				}
+				rng.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+				out := make([]Claim, len(items))
+				var order []int32
+				for from := 0; from < len(items); from += 100 {
+					order = s.Claims(items[from:from+100], 0, out[from:from+100], order)
+				}
+				mu.Lock()
+				for i, c := range out {
+					if c == Remembered {
+						remembered[(items[i].Time-1e9)/1e6]++
+					}
+				}
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		for i, n := range remembered {
+			if n != 1 {
+				t.Fatalf("round %d: identity %d remembered %d times", round, i, n)
 			}
 		}
-		if n != 1 {
-			t.Fatalf("identity %d remembered by %d of %d concurrent claimers, want 1", i, n, claimers)
+		if s.Len() != ids {
+			t.Fatalf("round %d: %d held, want %d", round, s.Len(), ids)
 		}
-	}
-	if s.Len() != ids {
-		t.Fatalf("%d held, want %d", s.Len(), ids)
 	}
 }
 
-// TestCheckpointRoundTrip writes a set's identities and reads them into another: the live ones are
-// duplicates there, the expired ones are not written, and a smaller set keeps what fits.
-func TestCheckpointRoundTrip(t *testing.T) {
+// memParts is a storage of parts by index.
+type memParts map[int64][]byte
+
+func (m memParts) get(idx int64) ([]byte, bool) { b, ok := m[idx]; return b, ok }
+
+// save takes a checkpoint of s at w into st, as the component does, and returns its directory.
+func save(s *Set, st memParts, w int64) []byte {
+	m := s.Mark(w)
+	dir := m.Directory()
+	for _, p := range m.Parts() {
+		st[p.Index] = p.Data
+	}
+	for _, idx := range m.Stale() {
+		delete(st, idx)
+	}
+	m.Done(true)
+	return dir
+}
+
+// TestCheckpointWritesWhatChanged: a checkpoint writes the slices that changed since the previous
+// one; a restore from the parts holds exactly the identities remembered and not expired at the
+// checkpoint, and not those claimed after its mark; expired slices' parts are deleted.
+func TestCheckpointWritesWhatChanged(t *testing.T) {
+	s := New(10_000, 10)
+	st := memParts{}
+	var order []int32
+	claim := func(w int64, items ...Item) {
+		out := make([]Claim, len(items))
+		order = s.Claims(items, w, out, order)
+	}
+	var first []Item
+	for i := range 100 {
+		first = append(first, Item{ID: Fold(uint64(i) + 10), Time: int64(i), Expiry: int64(i/10)*10 + 50})
+	}
+	claim(0, first...)
+	m := s.Mark(0)
+	if len(m.write) != 10 {
+		t.Fatalf("first checkpoint writes %d slices, want 10", len(m.write))
+	}
+	claim(0, Item{ID: 5000, Time: 5, Expiry: 50}) // after the mark: not in this checkpoint
+	dir := m.Directory()
+	for _, p := range m.Parts() {
+		st[p.Index] = p.Data
+	}
+	m.Done(true)
+
+	restoreInto := func(dir []byte) *Set {
+		t.Helper()
+		d, err := DecodeDirectory(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := New(10_000, 10)
+		restore, dropped, same, err := r.Restore(d, st.get)
+		if err != nil || dropped != 0 || !same {
+			t.Fatalf("restore: %v, dropped %d, same width %v", err, dropped, same)
+		}
+		restore()
+		return r
+	}
+	r := restoreInto(dir)
+	if r.Len() != 100 {
+		t.Fatalf("restored %d identities, want the 100 before the mark", r.Len())
+	}
+	if c := r.Claim(Item{ID: 5000, Time: 5, Expiry: 50}, 0); c != Remembered {
+		t.Fatalf("the identity claimed after the mark, restored: %v, want Remembered (its record is not in the checkpoint)", c)
+	}
+	if c := r.Claim(first[42], 0); c != Duplicate {
+		t.Fatalf("an identity of the checkpoint: %v, want Duplicate", c)
+	}
+
+	// Only slice 0 changed since (the identity after the mark); then one new slice.
+	claim(0, Item{ID: 6000, Time: 105, Expiry: 150})
+	m = s.Mark(0)
+	if got := len(m.write); got != 2 {
+		t.Fatalf("second checkpoint writes %d slices, want 2 (the one changed after the first mark and the new one)", got)
+	}
+	m.Done(false) // a failed save: written by the next one
+	dir = save(s, st, 0)
+	if r = restoreInto(dir); r.Len() != 102 {
+		t.Fatalf("restored %d identities, want 102", r.Len())
+	}
+	// W passes slices 0..5 (slice k expires at 10k+50): their parts go.
+	dir = save(s, st, 100)
+	if _, ok := st[0]; ok || len(st) != 5 {
+		t.Fatalf("after W passed slices 0..5: %d parts (want 5), slice 0's still there: %v", len(st), ok)
+	}
+	if r = restoreInto(dir); r.Len() != 41 {
+		t.Fatalf("restored %d identities, want 41", r.Len())
+	}
+
+	// A damaged or missing part is detected.
+	st[9][len(st[9])-1] ^= 1
+	d, _ := DecodeDirectory(dir)
+	if _, _, _, err := New(10, 10).Restore(d, st.get); err == nil {
+		t.Fatal("a damaged part was restored")
+	}
+	delete(st, 9)
+	if _, _, _, err := New(10, 10).Restore(d, st.get); err == nil {
+		t.Fatal("a missing part was restored")
+	}
+}
+
+// TestRestoreKeepsAtMostMaxIDs: a checkpoint of a larger set restores max_ids identities, and says
+// how many it left out; one of another slice width restores none.
+func TestRestoreKeepsAtMostMaxIDs(t *testing.T) {
 	s := New(1000, 10)
-	for i := range uint64(300) {
-		s.Claim(ID{i, i * 3}, 100+int64(i%2)*200, 50) // even: expiry 100, odd: 300
+	var items []Item
+	for i := range 300 {
+		items = append(items, Item{ID: Fold(uint64(i) + 3), Time: int64(i), Expiry: 1 << 40})
 	}
-	b := s.AppendTo(nil, 100) // W 100: the even ones have expired
-	r := New(1000, 10)
-	restore, dropped, err := r.Decode(b)
-	if err != nil || dropped != 0 {
-		t.Fatalf("Decode: %v, %d dropped", err, dropped)
+	s.Claims(items, 0, make([]Claim, len(items)), nil)
+	st := memParts{}
+	d, err := DecodeDirectory(save(s, st, 0))
+	if err != nil {
+		t.Fatal(err)
 	}
-	restore()
-	if r.Len() != 150 {
-		t.Fatalf("restored %d identities, want the 150 live ones", r.Len())
-	}
-	for i := range uint64(300) {
-		got := r.Claim(ID{i, i * 3}, 300, 100)
-		if want := map[bool]Claim{true: Duplicate, false: Remembered}[i%2 == 1]; got != want {
-			t.Fatalf("identity %d after restore: %v, want %v", i, got, want)
-		}
-	}
-	small := New(40, 10)
-	restore, dropped, err = small.Decode(b)
-	if err != nil || dropped != 110 {
-		t.Fatalf("Decode into a set of 40: %v, %d dropped, want 110", err, dropped)
+	small := New(100, 10)
+	restore, dropped, _, err := small.Restore(d, st.get)
+	if err != nil || dropped != 200 {
+		t.Fatalf("restore into 100: %v, dropped %d, want 200", err, dropped)
 	}
 	restore()
-	if small.Len() != 40 {
-		t.Fatalf("a set of 40 restored %d", small.Len())
+	if small.Len() != 100 {
+		t.Fatalf("%d held, want 100", small.Len())
 	}
-	// Every truncation is refused, and leaves the set as it was.
-	for n := range len(b) {
-		if _, _, err := New(1000, 10).Decode(b[:n]); err == nil {
-			t.Fatalf("a checkpoint cut to %d of %d bytes was read", n, len(b))
-		}
+	other := New(1000, 5)
+	restore, dropped, same, err := other.Restore(d, st.get)
+	if err != nil || same || dropped != 300 {
+		t.Fatalf("restore into another width: %v, same %v, dropped %d", err, same, dropped)
+	}
+	restore()
+	if other.Len() != 0 {
+		t.Fatalf("%d held, want 0", other.Len())
 	}
 }
 
-// FuzzDecode: no input makes Decode panic or restore more identities than the set holds.
+// FuzzDecode: a directory and a part of any bytes are read without a panic, and a restore of what
+// decodes holds no more than the set's maximum.
 func FuzzDecode(f *testing.F) {
 	s := New(100, 10)
-	for i := range uint64(20) {
-		s.Claim(ID{i, i}, 100, 0)
+	for i := range 30 {
+		s.Claim(Item{ID: Fold(uint64(i) * 977), Time: int64(i), Expiry: 100}, 0)
 	}
-	f.Add(s.AppendTo(nil, 0))
-	f.Add([]byte{0, 1, 0})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r := New(10, 10)
-		restore, _, err := r.Decode(b)
+	st := memParts{}
+	dir := save(s, st, 0)
+	f.Add(dir, st[0])
+	f.Add([]byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, dir, part []byte) {
+		d, err := DecodeDirectory(dir)
+		if err != nil {
+			return
+		}
+		r := New(20, 10)
+		restore, _, _, err := r.Restore(d, func(int64) ([]byte, bool) { return part, true })
 		if err != nil {
 			return
 		}
 		restore()
-		if r.Len() > 10 {
-			t.Fatalf("restored %d identities into a set of 10", r.Len())
+		if r.Len() > 20 {
+			t.Fatalf("%d held, more than 20", r.Len())
 		}
 	})
 }
 
-// Bytes is what a full set takes. A million identities: 15,625 a shard on average, 16,125 with
-// four standard deviations (4 × 125); tables of 32,768 slots of 24 bytes, the least power of two at
-// least twice 16,126; plus the set itself, 4120 bytes (three int64s and 64 shards of a cache line).
-// 64 × 16,385: 16,897 with the margin, tables of 65,536 slots, twice the bytes an identity.
-func TestBytesOfAFullSet(t *testing.T) {
-	const set = 3*8 + 64*64
-	if got, want := Bytes(1_000_000), int64(64*32768*24+set); got != want {
-		t.Errorf("Bytes(1e6) = %d, want %d", got, want)
-	}
-	if got, want := Bytes(64*16385), int64(64*65536*24+set); got != want {
-		t.Errorf("Bytes(64 x 16385) = %d, want %d", got, want)
-	}
-}
-
-// Before any W (math.MinInt64, the engine's NoWatermark), the ticker's Forget and a checkpoint find
-// nothing expired and no slot free: the tables keep their size, and the checkpoint restores.
-func TestBeforeAnyWatermark(t *testing.T) {
-	const noW = math.MinInt64
-	s := New(1000, 10)
-	for i := range 100 {
-		if c := s.Claim(idOf(uint64(i)), 50, noW); c != Remembered {
-			t.Fatalf("claim %d: %v", i, c)
-		}
-	}
-	slots := func(s *Set) (n int) {
-		for i := range s.shards {
-			n += len(s.shards[i].slots)
-		}
-		return n
-	}
-	before := slots(s)
-	for range 20 {
-		s.Forget(noW)
-	}
-	if slots(s) != before || s.Len() != 100 {
-		t.Fatalf("after Forget before any W: %d slots (were %d), %d held (want 100)", slots(s), before, s.Len())
-	}
-	r := New(1000, 10)
-	restore, dropped, err := r.Decode(s.AppendTo(nil, noW))
-	if err != nil || dropped != 0 {
-		t.Fatalf("a checkpoint taken before any W: %v, %d dropped", err, dropped)
-	}
-	restore()
-	for i := range 100 {
-		if c := r.Claim(idOf(uint64(i)), 50, 0); c != Duplicate {
-			t.Fatalf("restored identity %d: %v, want Duplicate", i, c)
-		}
+// TestBytesPerIdentity: a set takes at most Footprint's 12 bytes an identity, at the sizes the
+// memory estimate is read at, with records in order at a steady rate.
+func TestBytesPerIdentity(t *testing.T) {
+	for _, n := range []int{10_000, 1_000_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			per := bytesPerIdentity(n)
+			if per > bytesPerID {
+				t.Fatalf("%.1f bytes an identity, more than %d", per, bytesPerID)
+			}
+			t.Logf("%.2f bytes an identity", per)
+		})
 	}
 }
