@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.uber.org/zap"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 
@@ -94,64 +92,6 @@ func (sc *scratch) release() {
 	scratchPool.Put(sc)
 }
 
-// tally counts one batch's outcomes, so that the counters are touched once per batch.
-type tally struct {
-	aggregated, lateUpdated, unmatched int64
-	truncated                          int64
-	aheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
-	sharedSource                       int64              // records of sources past max_sources
-	late                               [numVerdicts]int64 // by verdict: expired, future, invalid
-	duplicates, dedupOverflow          int64
-	values                             [numValueReasons]int64
-	weights                            [numWeightReasons]int64
-}
-
-// report adds the tally of a call of input's records to the counters; action is what happened to
-// late records.
-func (s *shared) report(ctx context.Context, t *tally, input int, action lateAction) {
-	tel := s.tel
-	if t.aggregated > 0 {
-		tel.WindowAggregatorRecords.Add(ctx, t.aggregated, attrOutcomeAggregated...)
-	}
-	if t.lateUpdated > 0 {
-		tel.WindowAggregatorRecords.Add(ctx, t.lateUpdated, attrOutcomeLateUpdated...)
-	}
-	if t.unmatched > 0 {
-		tel.WindowAggregatorRecords.Add(ctx, t.unmatched, attrOutcomeUnmatched...)
-	}
-	for v, n := range t.late {
-		if n > 0 {
-			tel.WindowAggregatorRecords.Add(ctx, n, attrOutcomeLate...)
-			tel.WindowAggregatorLateRecords.Add(ctx, n, lateOptions[v][action]...)
-		}
-	}
-	if t.truncated > 0 {
-		tel.WindowAggregatorTruncatedKeys.Add(ctx, t.truncated)
-	}
-	if t.aheadOfClock > 0 {
-		tel.WindowAggregatorClockSkewRecords.Add(ctx, t.aheadOfClock, attrReasonAheadOfClock...)
-	}
-	if t.sharedSource > 0 {
-		tel.WindowAggregatorSharedSourceRecords.Add(ctx, t.sharedSource)
-	}
-	if t.duplicates > 0 {
-		tel.WindowAggregatorDuplicateRecords.Add(ctx, t.duplicates, signalOptions[input]...)
-	}
-	if t.dedupOverflow > 0 {
-		tel.WindowAggregatorDedupOverflow.Add(ctx, t.dedupOverflow, signalOptions[input]...)
-	}
-	for reason := valueOK + 1; reason < numValueReasons; reason++ {
-		if n := t.values[reason]; n > 0 {
-			tel.WindowAggregatorValuesMissing.Add(ctx, n, valueReasonOptions[reason]...)
-		}
-	}
-	for reason := weightOK + 1; reason < numWeightReasons; reason++ {
-		if n := t.weights[reason]; n > 0 {
-			tel.WindowAggregatorInvalidWeights.Add(ctx, n, weightReasonOptions[reason]...)
-		}
-	}
-}
-
 // stage runs the view's record, at event time t, through the aggregations that select it: each gets
 // the record staged in the batch, at its weight, unless the record's time is invalid or in the future,
 // or it weighs nothing for the aggregation. A metric point (with run.points) is staged as what it
@@ -176,7 +116,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		if !identified {
 			identified = true
 			vd, judged = b.Check(t), true
-			if vd == stream.OnTime && run.dd.claim(r.src, rec.Tag, t, b) == dedup.Duplicate {
+			if vd == stream.OnTime && run.dd.claim(r.src, t, b) == dedup.Duplicate {
 				st = duplicate // before its OTTL, its weight and its input stream: it is none of theirs
 				at[a.index].duplicate++
 				break
@@ -255,7 +195,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		}
 	}
 	if run.dd.on() {
-		run.dd.settle(rec.Tag, st == outcomeOf(stream.OnTime))
+		run.dd.settle(st == outcomeOf(stream.OnTime))
 	}
 	run.sc.state = append(run.sc.state, st)
 }
@@ -489,32 +429,4 @@ func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
 		s.emitter.Poke()
 	}
 	return err
-}
-
-// ottlErrorLogInterval bounds how often ignore logs OTTL errors: the first, then at most one line a
-// minute with the count since.
-const ottlErrorLogInterval = time.Minute
-
-// reportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
-// rate.
-func (s *shared) reportOTTL(ctx context.Context, fs []ottlFailure) {
-	for _, f := range fs {
-		s.tel.WindowAggregatorOttlErrors.Add(ctx, f.n, s.tel.byAgg[f.agg].ottl[f.clause]...)
-	}
-	if s.cfg.ErrorMode != ottl.IgnoreError && s.cfg.ErrorMode != "" {
-		return
-	}
-	s.ottlLogMu.Lock()
-	defer s.ottlLogMu.Unlock()
-	for _, f := range fs {
-		s.ottlUnlogged += f.n
-		s.ottlLast = f
-	}
-	if now := time.Now(); s.ottlUnlogged > 0 && now.Sub(s.ottlLoggedAt) >= ottlErrorLogInterval {
-		last := s.ottlLast
-		s.logger.Warn("OTTL errors: the records count as error_mode says (ignore: condition false, key or value missing)",
-			zap.Int64("errors", s.ottlUnlogged), zap.String("aggregation", s.aggs[last.agg].name),
-			zap.String("clause", ottlClauseNames[last.clause]), zap.Error(last.last))
-		s.ottlUnlogged, s.ottlLoggedAt = 0, now
-	}
 }

@@ -46,9 +46,6 @@ type spanReader struct {
 	sp                                            ptrace.Span
 	readKind, readStatus, readIDs, readTraceState bool
 	tctx                                          transformContext[*ottlspan.TransformContext]
-	// spans are the call's spans in the order they are staged, for their identities to be read
-	// ahead (identitiesAhead), when they are deduplicated
-	spans []ptrace.Span
 }
 
 var spanReaders = sync.Pool{New: func() any {
@@ -69,8 +66,6 @@ func (rd *spanReader) release() {
 	rd.tctx.close()
 	rd.clear()
 	rd.rs, rd.ss, rd.sp = ptrace.ResourceSpans{}, ptrace.ScopeSpans{}, ptrace.Span{}
-	clear(rd.spans)
-	rd.spans = rd.spans[:0]
 	spanReaders.Put(rd)
 }
 
@@ -104,35 +99,11 @@ func (rd *spanReader) weightSeed() uint64 { return weightSeed(rd.sp.TraceID(), r
 // identity is the span's identity for dedup: its trace id, span id and kind (Zipkin's clients and
 // servers share a span id); none for a span without a valid trace id or span id.
 func (rd *spanReader) identity() (dedup.ID, bool) {
-	id, _, ok := spanIdentity(rd.sp)
-	return id, ok
-}
-
-// gatherSpans lists td's spans in the order they are staged: their handles only, the spans
-// themselves unread.
-func (rd *spanReader) gatherSpans(td ptrace.Traces) {
-	for _, rs := range td.ResourceSpans().All() {
-		for _, ss := range rs.ScopeSpans().All() {
-			for _, sp := range ss.Spans().All() {
-				rd.spans = append(rd.spans, sp)
-			}
-		}
-	}
-}
-
-func (rd *spanReader) records() int { return len(rd.spans) }
-func (rd *spanReader) identityAt(i int) (dedup.ID, int64, bool) {
-	return spanIdentity(rd.spans[i])
-}
-
-// spanIdentity is a span's identity and its event time (its end); ok is false for a span without
-// a valid trace id or span id.
-func spanIdentity(sp ptrace.Span) (id dedup.ID, t int64, ok bool) {
-	tid, sid := sp.TraceID(), sp.SpanID()
+	tid, sid := rd.sp.TraceID(), rd.sp.SpanID()
 	if tid.IsEmpty() || sid.IsEmpty() {
-		return 0, 0, false
+		return 0, false
 	}
-	return dedup.Span(tid, sid, int32(sp.Kind())), timeOf(uint64(sp.EndTimestamp())), true
+	return dedup.Span(tid, sid, int32(rd.sp.Kind())), true
 }
 
 func (rd *spanReader) ottlContext() any {
@@ -148,10 +119,6 @@ func ingestTraces(s *shared, ctx context.Context, td ptrace.Traces, action lateA
 	rd := getSpanReader(sa)
 	defer rd.release()
 	run := s.beginRun(ctx, inputSpans, &rd.record)
-	if run.dd.on() {
-		rd.gatherSpans(td)
-		run.dd.claimAhead(rd, run.b)
-	}
 	for _, rs := range td.ResourceSpans().All() {
 		run.setSource(rs.Resource().Attributes())
 		for _, ss := range rs.ScopeSpans().All() {

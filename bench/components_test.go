@@ -310,6 +310,24 @@ func (h *harness) waCounter(tb testing.TB, name string) (n int64) {
 	return n
 }
 
+// waGauge returns one of window_aggregator's int64 gauges, summed over its attribute sets.
+func (h *harness) waGauge(tb testing.TB, name string) (n int64) {
+	var rm metricdata.ResourceMetrics
+	if err := h.reader.Collect(context.Background(), &rm); err != nil {
+		tb.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if d, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == name {
+				for _, dp := range d.DataPoints {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
 // wantFired returns the windows_fired that window_aggregator must have counted once it took the
 // batches of slots 0 to lastSlot: one firing per series for every window that ends by the
 // watermark, which is the last slot's last span end (never a window end) less max_out_of_orderness,

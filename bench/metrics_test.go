@@ -7,6 +7,7 @@ package bench
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -193,6 +194,9 @@ func newWindowAggregatorMetrics(b testing.TB, kind metricKind, out *consumertest
 	cfg.Window.Size = time.Minute
 	cfg.Emit.Interval = time.Hour
 	cfg.Watermark.MaxFutureSkew = time.Minute
+	if os.Getenv("BENCH_DEDUP") == "off" {
+		cfg.Dedup.Enabled = false
+	}
 	a := windowaggregator.AggregationConfig{Name: string(kind), Signal: "metrics",
 		GroupBy: []windowaggregator.GroupByKey{{Key: "service.name"}, {Key: "http.route"}}}
 	switch kind {

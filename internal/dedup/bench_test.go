@@ -13,16 +13,15 @@ import (
 func steady(s *Set, n, rate int) (int64, *Set) {
 	const batch = 1000
 	step := int64(time.Second) / int64(rate)
-	items := make([]Item, batch)
-	out := make([]Claim, batch)
-	var order []int32
 	t := int64(1e18)
 	for done := 0; done < n; done += batch {
-		for i := range items {
-			items[i] = Item{ID: Fold(uint64(done+i+1) * 0x9e3779b97f4a7c15), Time: t, Expiry: expiryMinute(t)}
+		c := s.Claimer()
+		w := t - batch*step
+		for i := range batch {
+			c.Claim(Item{ID: Fold(uint64(done+i+1) * 0x9e3779b97f4a7c15), Time: t, Expiry: expiryMinute(t)}, w)
 			t += step
 		}
-		order = s.Claims(items, t-batch*step, out, order)
+		c.Done()
 	}
 	return t, s
 }
@@ -32,45 +31,51 @@ func expiryMinute(t int64) int64 {
 	return (t/minute+1)*minute + 30*int64(time.Second)
 }
 
-// bytesPerIdentity is the heap a set holding n identities takes, per identity.
+// bytesPerIdentity is the heap a set holding n identities takes, per identity: n records in order
+// at 50,000 a second of event time, none of which W has passed.
 func bytesPerIdentity(n int) float64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, s := steady(New(n, SliceWidth(int64(time.Minute))), n, 50_000)
+	s := New(n, SliceShift(int64(time.Minute)))
+	c := s.Claimer()
+	t := int64(1e18)
+	for i := range n {
+		c.Claim(Item{ID: Fold(uint64(i+1) * 0x9e3779b97f4a7c15), Time: t, Expiry: 1 << 62}, 0)
+		t += int64(time.Second) / 50_000
+	}
+	c.Done()
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(s)
+	if s.Len() != n {
+		panic("identities not remembered")
+	}
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }
 
-// BenchmarkClaims is the cost of a new identity claimed in batches of 1000 at 50,000 records a
-// second of event time (one-minute windows, 30 s of lateness, W a batch behind), in a set that holds
-// n identities already; W moves on and expired slices are forgotten once a second of event time, as
-// the component's emit ticker does, so that at 5,000,000 the set holds the 4.5 million identities
-// of a minute and a half.
+// BenchmarkClaims is the cost of a new identity claimed by the claimer of a batch of 1000, at 50,000
+// records a second of event time (one-minute windows, 30 s of lateness, W just behind), in a set that
+// holds n identities already; the slices W has passed are dropped as new ones come, so that from
+// 4,500,000 on the set holds the identities of a minute and a half.
 func BenchmarkClaims(b *testing.B) {
-	for _, n := range []int{10_000, 5_000_000} {
+	for _, n := range []int{10_000, 4_500_000} {
 		b.Run(itoa(n), func(b *testing.B) {
-			s := New(n+1000, SliceWidth(int64(time.Minute)))
+			s := New(max(n, 4_600_000), SliceShift(int64(time.Minute)))
 			t, _ := steady(s, n, 50_000)
 			const batch = 1000
 			step := int64(time.Second) / 50_000
-			items := make([]Item, batch)
-			out := make([]Claim, batch)
-			var order []int32
 			b.ReportAllocs()
 			b.ResetTimer()
 			for k := range b.N {
-				for i := range items {
-					items[i] = Item{ID: Fold(uint64(n+k*batch+i+1) * 0x9e3779b97f4a7c15), Time: t, Expiry: expiryMinute(t)}
+				c := s.Claimer()
+				w := t - step
+				for i := range batch {
+					if c.Claim(Item{ID: Fold(uint64(n+k*batch+i+1) * 0x9e3779b97f4a7c15), Time: t, Expiry: expiryMinute(t)}, w) != Remembered {
+						b.Fatal("a new identity was not remembered")
+					}
 					t += step
 				}
-				w := t - batch*step
-				order = s.Claims(items, w, out, order)
-				if k%50 == 0 {
-					s.Forget(w)
-				}
+				c.Done()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/claim")
 		})
@@ -98,7 +103,7 @@ func itoa(n int) string { return "ids=" + strconv.Itoa(n) }
 // ingest gate is held for, parts_ms the encoding after it, and part_bytes what is written.
 func BenchmarkCheckpoint(b *testing.B) {
 	const n = 5_000_000
-	s := New(n+b.N*50_000+50_000, SliceWidth(int64(time.Minute)))
+	s := New(n+b.N*50_000+50_000, SliceShift(int64(time.Minute)))
 	t, _ := steady(s, n, 50_000)
 	save(s, memParts{}, 0)
 	var mark, parts time.Duration
@@ -106,12 +111,12 @@ func BenchmarkCheckpoint(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
-		items := make([]Item, 50_000)
-		for i := range items {
-			items[i] = Item{ID: Fold(uint64(t)), Time: t, Expiry: expiryMinute(t)}
+		c := s.Claimer()
+		for range 50_000 {
+			c.Claim(Item{ID: Fold(uint64(t)), Time: t, Expiry: expiryMinute(t)}, 0)
 			t += int64(time.Second) / 50_000
 		}
-		s.Claims(items, 0, make([]Claim, len(items)), nil)
+		c.Done()
 		b.StartTimer()
 		start := time.Now()
 		m := s.Mark(0)

@@ -55,7 +55,7 @@ type Mark struct {
 // after Mark returns are left out of the parts that Parts encodes.
 func (s *Set) Mark(w int64) *Mark {
 	s.Forget(w)
-	m := &Mark{s: s, width: s.width}
+	m := &Mark{s: s, width: int64(1) << s.shift}
 	s.mu.RLock()
 	for _, sl := range s.slices {
 		sl.mu.Lock()
@@ -246,7 +246,7 @@ func (s *Set) Restore(d Directory, part func(idx int64) ([]byte, bool)) (restore
 		entry Entry
 	}
 	var all []restored
-	sameWidth = d.width == s.width
+	sameWidth = d.width == int64(1)<<s.shift
 	held := int64(0)
 	for _, e := range d.Entries {
 		b, ok := part(e.Index)
@@ -297,7 +297,7 @@ func (s *Set) Restore(d Directory, part func(idx int64) ([]byte, bool)) (restore
 		s.newest, s.prevCount = minTime, 0
 		for _, r := range all {
 			sl := r.sl
-			sl.buckets = make([]bucket, bucketsFor(len(r.ids)))
+			sl.setTable(make([]bucket, bucketsFor(len(r.ids))))
 			for _, id := range r.ids {
 				if !sl.has(id) {
 					sl.put(id)

@@ -18,17 +18,16 @@
 //
 // A slice's table is an open-addressing table of buckets of eight identities (a cache line), probed
 // bucket after bucket from one picked by the identity's high bits; it is sized from the slice before
-// it and kept between 72% and 92% full, so that an identity takes 8.7 to 11.1 bytes. Claims come a
-// batch at a time (Claims): grouped by slice, each slice's lock is taken once for its group, and the
-// buckets of the claims ahead are prefetched. The package has no collector imports.
+// it and kept between 72% and 92% full, so that an identity takes 8.7 to 11.1 bytes. A caller claims
+// through a Claimer, which keeps the slice of the record before: records mostly come in order, so
+// that a claim takes its slice's lock and one walk of its table, with no lookup of the slice. The
+// package has no collector imports.
 package dedup
 
 import (
 	"math/bits"
-	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // ID is a record's identity: a 64-bit hash of what identifies it (see Fold).
@@ -74,8 +73,9 @@ type Item struct {
 
 // Set is a bounded set of identities, kept by event time.
 type Set struct {
-	max   int64
-	width int64
+	max int64
+	// shift: a slice is 2^shift nanoseconds of event time
+	shift uint8
 	// held is the number of identities held, those of slices W has passed that no Forget has dropped
 	// yet included.
 	held atomic.Int64
@@ -88,19 +88,22 @@ type Set struct {
 	// newest before it, when it became so: the size a new slice is given.
 	newest    int64
 	prevCount int
+	// due is at most the least expiry of the slices: forget has nothing to drop before W reaches it
+	due int64
 	// stored are the indexes of the parts the storage holds, as of the last checkpoint saved
 	stored map[int64]struct{}
 }
 
-// slice is the identities whose event times lie in [index*width, (index+1)*width).
+// slice is the identities whose event times lie in [index<<shift, (index+1)<<shift).
 type slice struct {
 	mu    sync.Mutex
 	index int64
 	// expiry is the greatest expiry of the identities claimed in it: at it, the slice is dropped
 	expiry  int64
 	buckets []bucket
-	// n is the identities held, used the entries taken (released ones included)
-	n, used int
+	// n is the identities held, used the entries taken (released ones included), limit the most
+	// entries taken before the table grows
+	n, used, limit int
 	// dropped: Forget or Restore took the slice out of the set; a claim that finds it so looks again
 	dropped bool
 	// checkpoint bookkeeping (see checkpoint.go)
@@ -122,151 +125,143 @@ const (
 	maxLoad, fitLoad, minLoad = 0.92, 0.82, 0.72
 )
 
-// New returns a set that holds at most maxIDs identities, in slices of width nanoseconds of event
-// time (a divisor of the slide: its identities then expire together).
-func New(maxIDs int, width int64) *Set {
-	return &Set{max: int64(maxIDs), width: max(width, 1), slices: map[int64]*slice{}, newest: minTime, stored: map[int64]struct{}{}}
+// New returns a set that holds at most maxIDs identities, in slices of 2^shift nanoseconds of event
+// time.
+func New(maxIDs int, shift uint8) *Set {
+	return &Set{max: int64(maxIDs), shift: min(shift, maxShift), slices: map[int64]*slice{}, newest: minTime, stored: map[int64]struct{}{}}
 }
 
-const minTime = -1 << 63
+const (
+	minTime = -1 << 63
+	maxTime = 1<<63 - 1
+)
 
-// SliceWidth is the width of a set's slices for windows of the given slide: the largest divisor of
-// the slide not above a second, so that a slice lies within one slide; the slide itself if it is no
-// more than a second, or if it has no such divisor near a second.
-func SliceWidth(slide int64) int64 {
-	const second = int64(1e9)
-	if slide <= second {
-		return max(slide, 1)
+// SliceShift is the shift of a set's slices for windows of the given slide: slices of a power of
+// two nanoseconds, so that a record's slice is its time shifted, with no division; the largest not
+// above the slide and maxShift. A slice that spans a slide's end holds identities of two expiries, and
+// keeps those of the earlier one until the later: at most one slice a slide.
+func SliceShift(slide int64) uint8 {
+	shift := uint8(0)
+	for shift < maxShift && int64(1)<<(shift+1) <= slide {
+		shift++
 	}
-	k := (slide + second - 1) / second
-	for d := k; d <= 2*k; d++ {
-		if slide%d == 0 {
-			return slide / d
-		}
-	}
-	return second
+	return shift
 }
 
-func (s *Set) indexOf(t int64) int64 {
-	if t < 0 {
-		return (t+1)/s.width - 1
-	}
-	return t / s.width
+// maxShift makes slices of at most 2^30 ns, 1.07 s: a batch's records, which span about a second of
+// event time, mostly fall in one or two. (Slices of 134 ms, whose tables stay in the nearer caches at
+// 50,000 records a second, measured no faster there and slower at 1,000 a second, where a batch's
+// records in random order took turns among eight slices: bench/README.)
+const maxShift = 30
+
+func (s *Set) indexOf(t int64) int64 { return t >> s.shift }
+
+// span is a slice's index and the event times it holds, [lo, hi).
+type span struct{ idx, lo, hi int64 }
+
+func (r span) holds(t int64) bool { return t >= r.lo && t < r.hi }
+
+func (s *Set) spanOf(t int64) span {
+	idx := s.indexOf(t)
+	return span{idx, idx << s.shift, (idx + 1) << s.shift}
 }
 
-// Claims claims a batch of items at watermark w, answering each in out (as long as items): an item
-// whose expiry W has reached is Passed; an identity held is a Duplicate (also of an item before it in
-// the batch); a new one is Remembered, or an Overflow when the set is full. The items are taken slice
-// by slice, each slice's lock once; within a slice in the order given, so that of two copies in one
-// batch the first is the one remembered. An identity claimed Remembered whose record turns out not
-// to be aggregated is to be Released. order is scratch the caller may keep across calls.
-func (s *Set) Claims(items []Item, w int64, out []Claim, order []int32) []int32 {
-	order = order[:0]
-	first, same := int64(0), true
-	for i := range items {
-		if items[i].Expiry <= w {
-			out[i] = Passed
-			continue
-		}
-		idx := s.indexOf(items[i].Time)
-		if len(order) == 0 {
-			first = idx
-		} else if idx != first {
-			same = false
-		}
-		order = append(order, int32(i))
-	}
-	if !same {
-		slices.SortStableFunc(order, func(a, b int32) int {
-			ia, ib := s.indexOf(items[a].Time), s.indexOf(items[b].Time)
-			switch {
-			case ia < ib:
-				return -1
-			case ia > ib:
-				return 1
-			}
-			return 0
-		})
-	}
-	s.mu.RLock()
-	for from := 0; from < len(order); {
-		idx := s.indexOf(items[order[from]].Time)
-		to := from + 1
-		for to < len(order) && s.indexOf(items[order[to]].Time) == idx {
-			to++
-		}
-		s.claimGroup(idx, items, order[from:to], out)
-		from = to
-	}
-	s.mu.RUnlock()
-	return order
+// Claimer claims identities one at a time for one caller (an ingest call), keeping the slice of the
+// last one and the room it reserved: records mostly come in order, so that most claims take only
+// their slice's lock, with no lookup of the slice and no division. Done gives back the room unused.
+type Claimer struct {
+	s    *Set
+	sl   *slice
+	r    span
+	room int64
+	// recent are the slices looked up last, by index modulo their number: records a little out of
+	// order (a batch's spans over a second, in slices of a tenth) find theirs with no lookup
+	recent [recentSlices]*slice
 }
 
-// Claim claims one item at watermark w (see Claims).
-func (s *Set) Claim(it Item, w int64) Claim {
+// recentSlices is how many slices a claimer keeps at hand.
+const recentSlices = 16
+
+// Claimer returns a claimer of the set's identities.
+func (s *Set) Claimer() Claimer { return Claimer{s: s} }
+
+// Claim claims an item at watermark w: an item whose expiry W has reached is Passed; an identity
+// held is a Duplicate; a new one is Remembered, or an Overflow when the set is full. An identity
+// claimed Remembered whose record turns out not to be aggregated is to be Released.
+func (c *Claimer) Claim(it Item, w int64) Claim {
 	if it.Expiry <= w {
 		return Passed
 	}
-	var out [1]Claim
-	s.mu.RLock()
-	s.claimGroup(s.indexOf(it.Time), []Item{it}, []int32{0}, out[:])
-	s.mu.RUnlock()
-	return out[0]
-}
-
-// claimGroup claims the items of one slice (under the read lock of mu, which it may let go and take
-// again to add the slice).
-func (s *Set) claimGroup(idx int64, items []Item, group []int32, out []Claim) {
-	sl := s.slice(idx)
+	s := c.s
+	if c.sl == nil || !c.r.holds(it.Time) {
+		c.find(it, w)
+	}
+	sl := c.sl
 	sl.mu.Lock()
 	for sl.dropped { // dropped since it was looked up: the set has another by now, or none
 		sl.mu.Unlock()
-		sl = s.slice(idx)
+		c.recent[c.r.idx&(recentSlices-1)] = nil
+		c.find(it, w)
+		sl = c.sl
 		sl.mu.Lock()
 	}
-	room := int64(0) // identities reserved and not yet taken
-	for k, i := range group {
-		if k+prefetchAhead < len(group) && len(sl.buckets) > 0 {
-			prefetch(unsafe.Pointer(&sl.buckets[sl.home(items[group[k+prefetchAhead]].ID)]))
-		}
-		it := &items[i]
+	if c.room == 0 {
+		c.room = s.reserve(reserveChunk)
+	}
+	var cl Claim
+	switch {
+	case c.room == 0: // full: looked up, not remembered
+		cl = Overflow
 		if sl.has(it.ID) {
-			out[i] = Duplicate
-			continue
+			cl = Duplicate
 		}
-		if room == 0 {
-			if room = s.reserve(reserveChunk); room == 0 {
-				out[i] = Overflow
-				continue
-			}
-		}
-		room--
-		sl.insert(it.ID)
+	case sl.claim(it.ID):
+		cl = Duplicate
+	default:
+		c.room--
 		sl.expiry = max(sl.expiry, it.Expiry)
 		sl.dirty = true
 		if sl.marked {
 			sl.after = append(sl.after, it.ID)
 		}
-		out[i] = Remembered
-	}
-	if room > 0 {
-		s.held.Add(-room)
+		cl = Remembered
 	}
 	sl.mu.Unlock()
+	return cl
 }
 
-// prefetchAhead is how many claims ahead a claim's bucket is prefetched; reserveChunk how many
-// identities a group reserves at once.
-const (
-	prefetchAhead = 16
-	reserveChunk  = 64
-)
+// find makes the slice of the item's time the claimer's (one dropped since is found out under its
+// lock).
+func (c *Claimer) find(it Item, w int64) {
+	c.r = c.s.spanOf(it.Time)
+	at := &c.recent[c.r.idx&(recentSlices-1)]
+	if *at != nil && (*at).index == c.r.idx {
+		c.sl = *at
+		return
+	}
+	c.s.mu.RLock()
+	c.sl = c.s.slice(c.r.idx, w, it.Expiry)
+	c.s.mu.RUnlock()
+	*at = c.sl
+}
 
-// reserve takes room for up to n identities more, as much as the set has, and returns how many.
+// Done gives back the room the claimer reserved and did not take.
+func (c *Claimer) Done() {
+	if c.room > 0 {
+		c.s.held.Add(-c.room)
+	}
+	c.room, c.sl, c.recent = 0, nil, [recentSlices]*slice{}
+}
+
+// reserveChunk is how many identities a claimer reserves at once.
+const reserveChunk = 64
+
+// reserve takes room for up to n identities more, and returns how many: near the maximum, a
+// sixteenth of the room left at most, so that a claimer keeps little of the last room from another.
 func (s *Set) reserve(n int64) int64 {
 	for {
 		held := s.held.Load()
-		room := min(n, s.max-held)
+		room := min(n, max(1, (s.max-held)/16), s.max-held)
 		if room <= 0 {
 			return 0
 		}
@@ -278,9 +273,10 @@ func (s *Set) reserve(n int64) int64 {
 
 // slice returns the slice of index idx, adding it if there is none (called under the read lock of
 // mu, which it lets go and takes again to add one). A new slice that is the newest yet is sized
-// for as many identities as the newest before it held, and the slice two before it, which records
-// seldom reach any more, is compacted.
-func (s *Set) slice(idx int64) *slice {
+// for as many identities as the newest before it held, the slice two before it, which records
+// seldom reach any more, is compacted, and the slices whose expiry W (w) has reached are dropped:
+// with records in order, once a slice width of event time.
+func (s *Set) slice(idx, w, expiry int64) *slice {
 	if sl := s.slices[idx]; sl != nil {
 		return sl
 	}
@@ -301,9 +297,11 @@ func (s *Set) slice(idx int64) *slice {
 				old.mu.Unlock()
 			}
 			s.newest, n = idx, s.prevCount
+			s.forget(w)
 		}
-		sl = &slice{index: idx}
-		sl.buckets = make([]bucket, bucketsFor(n))
+		sl = &slice{index: idx, expiry: expiry}
+		s.due = min(s.due, expiry)
+		sl.setTable(make([]bucket, bucketsFor(n)))
 		s.slices[idx] = sl
 	}
 	s.mu.Unlock()
@@ -340,15 +338,33 @@ func (sl *slice) has(id ID) bool {
 	}
 }
 
-// insert puts id, which the slice does not hold, in the first empty entry of its probe sequence,
-// growing the table first if it is full enough.
-func (sl *slice) insert(id ID) {
-	if float64(sl.used+1) > maxLoad*float64(len(sl.buckets)*bucketLen) {
+// claim reports whether the slice holds id, and puts it in the first empty entry of its probe
+// sequence if not, growing the table first if it is full enough: one walk of the sequence.
+func (sl *slice) claim(id ID) (held bool) {
+	if sl.used >= sl.limit {
 		sl.rebuild(bucketsFor(max(sl.n+1, sl.n*3/2)))
 	}
-	sl.put(id)
-	sl.n++
-	sl.used++
+	nb := len(sl.buckets)
+	for i := sl.home(id); ; {
+		b := &sl.buckets[i]
+		if b[0] == id || b[1] == id || b[2] == id || b[3] == id || b[4] == id || b[5] == id || b[6] == id || b[7] == id {
+			return true
+		}
+		if b[bucketLen-1] == empty {
+			for j, e := range b {
+				if e == empty {
+					b[j] = id
+					break
+				}
+			}
+			sl.n++
+			sl.used++
+			return false
+		}
+		if i++; i == nb {
+			i = 0
+		}
+	}
 }
 
 // put puts id in the first empty entry of its probe sequence.
@@ -368,11 +384,16 @@ func (sl *slice) put(id ID) {
 	}
 }
 
+// setTable makes buckets the slice's empty table.
+func (sl *slice) setTable(buckets []bucket) {
+	sl.buckets, sl.used = buckets, 0
+	sl.limit = int(maxLoad * float64(len(buckets)*bucketLen))
+}
+
 // rebuild makes the table anew with nb buckets, without its released entries.
 func (sl *slice) rebuild(nb int) {
 	old := sl.buckets
-	sl.buckets = make([]bucket, nb)
-	sl.used = 0
+	sl.setTable(make([]bucket, nb))
 	for i := range old {
 		for _, e := range old[i] {
 			if e != empty && e != released {
@@ -440,14 +461,25 @@ func (s *Set) Forget(w int64) {
 		return
 	}
 	s.mu.Lock()
+	s.forget(w)
+	s.mu.Unlock()
+}
+
+// forget drops the slices whose expiry W (w) has reached (under mu).
+func (s *Set) forget(w int64) {
+	if w < s.due {
+		return
+	}
+	s.due = maxTime
 	for idx, sl := range s.slices {
 		sl.mu.Lock()
 		if sl.expiry <= w {
 			s.drop(idx, sl)
+		} else {
+			s.due = min(s.due, sl.expiry)
 		}
 		sl.mu.Unlock()
 	}
-	s.mu.Unlock()
 }
 
 // expiryAt reads a slice's expiry under its lock.
@@ -462,7 +494,7 @@ func (s *Set) drop(idx int64, sl *slice) {
 	delete(s.slices, idx)
 	sl.dropped = true
 	s.held.Add(int64(-sl.n))
-	sl.buckets, sl.n, sl.used = nil, 0, 0
+	sl.buckets, sl.n, sl.used, sl.limit = nil, 0, 0, 0
 }
 
 // bytesPerID is the most an identity takes in a full set's tables: an 8-byte entry in a table at
