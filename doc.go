@@ -10,10 +10,13 @@
 //	   │  metrics.go), which holds the signal's reader and its walk: the reader fills the record view
 //	   │  (record.go) record by record; a metric point's reader is metricreader.go
 //	   ▼
-//	ingest.go, the core: each aggregation (aggregation.go) reads the view (reading.go: selection, key
-//	   │  and value, as configured or by OTTL) and weighs it (weight.go); a metric point adds what
-//	   │  its kind says (datapoints.go, histograms.go; its input stream's last point, inputstreams.go);
-//	   │  the record is staged at its event time, a histogram point as a distribution
+//	ingest.go, the core: a record's identity is claimed at the first aggregation that selects it
+//	   │  (dedup.go's stage, over internal/dedup: a duplicate goes no further); each aggregation
+//	   │  (aggregation.go) reads the view (reading.go: selection, key and value, as configured or by
+//	   │  OTTL) and weighs it (weight.go); a metric point adds what its kind says (datapoints.go,
+//	   │  histograms.go; its input stream's last point, inputstreams.go, keyed by streamidentity.go);
+//	   │  the record is staged at its event time, a histogram point as a distribution; report.go
+//	   │  counts the call's outcomes
 //	   ▼
 //	stream.Batch (processor/stream/engine.go): Begin → SetSource → Stage → Apply → End
 //	   │  shard.go → table.go, series.go → pane.go; watermark.go, source.go; window.go
@@ -35,7 +38,7 @@
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //
 //	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → shared.gate (the ingest gate) → metricInputs.mu →
-//	the remembered identities' shard locks (internal/dedup) → delivery.Emitter.sendMu →
+//	the remembered identities' set lock, then a slice's lock (internal/dedup) → delivery.Emitter.sendMu →
 //	delivery.Emitter.healthMu → delivery.Emitter.mu → delivery's sink table → the engine's locks → health.mu
 //
 // and, taken alone, the OTTL error log's and the OTTL parsers' locks; seriesWatch.mu (the series the
@@ -45,5 +48,6 @@
 // the checkpointer's;
 // a checkpoint takes the engine's snapshot under the emitter's lock (Emitter.Checkpoint), with the
 // ingest gate held for writing, so that no batch is between changing a metric stream or remembering
-// an identity and staging its record.
+// an identity and staging its record; the remembered identities' slices are only marked under the
+// gate, and copied out after it, each under its own lock.
 package windowaggregator

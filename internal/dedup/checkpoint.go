@@ -294,7 +294,7 @@ func (s *Set) Restore(d Directory, part func(idx int64) ([]byte, bool)) (restore
 			sl.mu.Unlock()
 		}
 		clear(s.stored)
-		s.newest, s.prevCount = minTime, 0
+		s.newest, s.prevCount, s.due = minTime, 0, maxTime
 		for _, r := range all {
 			sl := r.sl
 			sl.setTable(make([]bucket, bucketsFor(len(r.ids))))
@@ -310,6 +310,7 @@ func (s *Set) Restore(d Directory, part func(idx int64) ([]byte, bool)) (restore
 				s.stored[sl.index] = struct{}{}
 			}
 			s.slices[sl.index] = sl
+			s.due = min(s.due, sl.expiry)
 			s.newest = max(s.newest, sl.index)
 			s.prevCount = max(s.prevCount, sl.n)
 			s.held.Add(int64(sl.n))

@@ -3,13 +3,14 @@
 // consumers) is recognised and not counted twice.
 //
 // An identity is a 64-bit hash of what identifies a record. It is kept by the record's own event
-// time, in slices of event time (a divisor of the window's slide, about a second): a copy carries its
-// original's timestamps, so it is always looked for in the slice its original went to, and is
-// compared only with the identities of that slice. Mostly in-order traffic touches only the newest
+// time, in slices of event time (2^30 ns, about a second, or a power of two no wider than the
+// window's slide): a copy carries its original's timestamps, so it is always looked for in the slice
+// its original went to, and is compared only with the identities of that slice. Mostly in-order traffic touches only the newest
 // slices, which stay in the processor's caches however many identities the set holds; an identity is
 // remembered until the watermark reaches the W at which its record would be expired anyway (its
 // expiry, the same for every identity of a slice that lies in one slide), and a slice is dropped whole
-// once W reaches the greatest expiry it holds, with no sweep.
+// once W reaches the greatest expiry it holds, with no sweep; a claim of a record W has passed is
+// Passed whatever its slice holds.
 //
 // The set holds at most a configured number of identities: past it, a new identity is not remembered
 // (Overflow), so that its record is aggregated as it would be without the set: a record is never
@@ -128,7 +129,7 @@ const (
 // New returns a set that holds at most maxIDs identities, in slices of 2^shift nanoseconds of event
 // time.
 func New(maxIDs int, shift uint8) *Set {
-	return &Set{max: int64(maxIDs), shift: min(shift, maxShift), slices: map[int64]*slice{}, newest: minTime, stored: map[int64]struct{}{}}
+	return &Set{max: int64(maxIDs), shift: min(shift, maxShift), slices: map[int64]*slice{}, newest: minTime, due: maxTime, stored: map[int64]struct{}{}}
 }
 
 const (
