@@ -293,32 +293,25 @@ func (h *harness) waCounters(tb testing.TB) (outcomes map[string]int64, fired, a
 }
 
 // waCounter returns the sum of window_aggregator's self-telemetry counter name (0 if it has none).
-func (h *harness) waCounter(tb testing.TB, name string) (n int64) {
+func (h *harness) waCounter(tb testing.TB, name string) int64 { return h.waInt(tb, name) }
+
+// waInt returns one of window_aggregator's int64 counters or gauges, summed over its attribute sets.
+func (h *harness) waInt(tb testing.TB, name string) (n int64) {
 	var rm metricdata.ResourceMetrics
 	if err := h.reader.Collect(context.Background(), &rm); err != nil {
 		tb.Fatal(err)
 	}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if d, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == name {
+			if m.Name != name {
+				continue
+			}
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
 				for _, dp := range d.DataPoints {
 					n += dp.Value
 				}
-			}
-		}
-	}
-	return n
-}
-
-// waGauge returns one of window_aggregator's int64 gauges, summed over its attribute sets.
-func (h *harness) waGauge(tb testing.TB, name string) (n int64) {
-	var rm metricdata.ResourceMetrics
-	if err := h.reader.Collect(context.Background(), &rm); err != nil {
-		tb.Fatal(err)
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if d, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == name {
+			case metricdata.Gauge[int64]:
 				for _, dp := range d.DataPoints {
 					n += dp.Value
 				}

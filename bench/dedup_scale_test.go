@@ -60,16 +60,7 @@ func gatewayBatch(start int64, i int) ptrace.Traces {
 		spans := rs.ScopeSpans().AppendEmpty().Spans()
 		for k := range recordsPerBatch / numServices {
 			sp := spans.AppendEmpty()
-			var tid [16]byte
-			var sid [8]byte
-			for j := range tid {
-				tid[j] = byte(rng.Uint32())
-			}
-			for j := range sid {
-				sid[j] = byte(rng.Uint32())
-			}
-			sp.SetTraceID(tid)
-			sp.SetSpanID(sid)
+			setRandomIDs(rng, sp)
 			sp.SetName("GET /")
 			sp.SetKind(ptrace.SpanKindServer)
 			end := start + int64(i)*int64(20*time.Millisecond) + int64(k*numServices+s)*int64(20*time.Microsecond)
@@ -127,7 +118,7 @@ func TestDedupAtAGatewaysRate(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	identities := int64(batches * recordsPerBatch)
 	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	remembered := h.waGauge(t, "otelcol_window_aggregator_dedup_identities")
+	remembered := h.waInt(t, "otelcol_window_aggregator_dedup_identities")
 	h.shutdown(t)
 
 	if got := h.waCounter(t, "otelcol_window_aggregator_duplicate_records"); got != int64(copies) {

@@ -223,6 +223,20 @@ func newTraceRing(n int, seed uint64, instances int) *traceRing {
 
 // buildSpanBatch builds a batch of slot slotStart from instance inst (of instances) of every
 // service; with one instance, service s's service.instance.id is service-ss-s.
+// setRandomIDs gives sp a trace id and a span id of its own, drawn from rng, as every real span has.
+func setRandomIDs(rng *rand.Rand, sp ptrace.Span) {
+	var tid [16]byte
+	var sid [8]byte
+	for j := range tid {
+		tid[j] = byte(rng.Uint32())
+	}
+	for j := range sid {
+		sid[j] = byte(rng.Uint32())
+	}
+	sp.SetTraceID(tid)
+	sp.SetSpanID(sid)
+}
+
 func buildSpanBatch(rng *rand.Rand, slotStart int64, instances, inst int) ptrace.Traces {
 	td := ptrace.NewTraces()
 	perService := recordsPerBatch / numServices
@@ -238,16 +252,7 @@ func buildSpanBatch(rng *rand.Rand, slotStart int64, instances, inst int) ptrace
 		spans.EnsureCapacity(perService)
 		for k := 0; k < perService; k++ {
 			sp := spans.AppendEmpty()
-			var tid [16]byte
-			var sid [8]byte
-			for j := range tid {
-				tid[j] = byte(rng.Uint32())
-			}
-			for j := range sid {
-				sid[j] = byte(rng.Uint32())
-			}
-			sp.SetTraceID(tid)
-			sp.SetSpanID(sid)
+			setRandomIDs(rng, sp)
 			sp.SetName(spanNames[rng.IntN(numSpanNames)])
 			sp.SetKind(ptrace.SpanKindServer)
 			end := recordTime(slotStart, s, k)

@@ -321,22 +321,29 @@ func (sl *slice) home(id ID) int {
 	return int(hi)
 }
 
-// has reports whether the slice holds id. A bucket is compared whole, without a branch per entry;
-// buckets fill from the front, so one whose last entry is empty ends the probe sequence.
-func (sl *slice) has(id ID) bool {
+// probe walks id's probe sequence: it returns the bucket that holds id (found), or else the first
+// one with an empty entry. A bucket is compared whole; buckets fill from the front, so one whose last
+// entry is empty ends the sequence.
+func (sl *slice) probe(id ID) (b *bucket, found bool) {
 	nb := len(sl.buckets)
 	for i := sl.home(id); ; {
-		b := &sl.buckets[i]
+		b = &sl.buckets[i]
 		if b[0] == id || b[1] == id || b[2] == id || b[3] == id || b[4] == id || b[5] == id || b[6] == id || b[7] == id {
-			return true
+			return b, true
 		}
 		if b[bucketLen-1] == empty {
-			return false
+			return b, false
 		}
 		if i++; i == nb {
 			i = 0
 		}
 	}
+}
+
+// has reports whether the slice holds id.
+func (sl *slice) has(id ID) bool {
+	_, found := sl.probe(id)
+	return found
 }
 
 // claim reports whether the slice holds id, and puts it in the first empty entry of its probe
@@ -345,44 +352,30 @@ func (sl *slice) claim(id ID) (held bool) {
 	if sl.used >= sl.limit {
 		sl.rebuild(bucketsFor(max(sl.n+1, sl.n*3/2)))
 	}
-	nb := len(sl.buckets)
-	for i := sl.home(id); ; {
-		b := &sl.buckets[i]
-		if b[0] == id || b[1] == id || b[2] == id || b[3] == id || b[4] == id || b[5] == id || b[6] == id || b[7] == id {
-			return true
-		}
-		if b[bucketLen-1] == empty {
-			for j, e := range b {
-				if e == empty {
-					b[j] = id
-					break
-				}
-			}
-			sl.n++
-			sl.used++
-			return false
-		}
-		if i++; i == nb {
-			i = 0
+	b, found := sl.probe(id)
+	if found {
+		return true
+	}
+	b.put(id)
+	sl.n++
+	sl.used++
+	return false
+}
+
+// put puts id in the bucket's first empty entry, which it has.
+func (b *bucket) put(id ID) {
+	for j, e := range b {
+		if e == empty {
+			b[j] = id
+			return
 		}
 	}
 }
 
-// put puts id in the first empty entry of its probe sequence.
+// put puts id, which the slice does not hold, in the first empty entry of its probe sequence.
 func (sl *slice) put(id ID) {
-	nb := len(sl.buckets)
-	for i := sl.home(id); ; {
-		b := &sl.buckets[i]
-		for j, e := range b {
-			if e == empty {
-				b[j] = id
-				return
-			}
-		}
-		if i++; i == nb {
-			i = 0
-		}
-	}
+	b, _ := sl.probe(id)
+	b.put(id)
 }
 
 // setTable makes buckets the slice's empty table.
