@@ -309,7 +309,7 @@ func (c *checkpointer) decode(ctx context.Context, b []byte) error {
 		if err != nil {
 			return err
 		}
-		sameWidth := true
+		var sameWidth bool
 		restoreIDs, dropped, sameWidth, err = c.dedup.Restore(dir, func(idx int64) ([]byte, bool) {
 			part, err := c.client.Get(ctx, idsKey(idx))
 			return part, err == nil && part != nil

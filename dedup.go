@@ -73,7 +73,7 @@ func (d *dedupStage) claim(src recordSource, t int64, b *stream.Batch) dedup.Cla
 }
 
 // settle ends the record being staged: an identity it remembered is let go unless the record was
-// aggregated, so that a copy is judged as this one was.
+// aggregated, so that a copy is judged as this one was. Without dedup it has nothing to do.
 func (d *dedupStage) settle(aggregated bool) {
 	if d.remembered && !aggregated {
 		d.releases = append(d.releases, d.current)
@@ -83,7 +83,7 @@ func (d *dedupStage) settle(aggregated bool) {
 
 // release lets go, together, the identities set aside, and gives back the room the claimer did not
 // take; before the call's records are applied, under the ingest gate, so that no checkpoint holds
-// them.
+// them. Without dedup it has nothing to do.
 func (d *dedupStage) release() {
 	d.claimer.Done()
 	for _, it := range d.releases {

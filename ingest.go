@@ -194,9 +194,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 			st = refused
 		}
 	}
-	if run.dd.on() {
-		run.dd.settle(st == outcomeOf(stream.OnTime))
-	}
+	run.dd.settle(st == outcomeOf(stream.OnTime))
 	run.sc.state = append(run.sc.state, st)
 }
 
@@ -271,10 +269,8 @@ func (run *ingestRun) apply() {
 	sc := run.sc
 	state := sc.state
 	defer run.ungate()
-	if run.dd.on() {
-		run.dd.release()
-		run.tl.dedupOverflow += run.dd.overflows
-	}
+	run.dd.release()
+	run.tl.dedupOverflow += run.dd.overflows
 	run.b.Apply(func(tag int32, vd stream.Verdict, w int64) {
 		state[tag] = max(state[tag], outcomeOf(vd))
 		if vd == stream.Expired {

@@ -1,6 +1,7 @@
 package dedup
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -72,19 +73,9 @@ func (s *Set) Mark(w int64) *Mark {
 		}
 	}
 	s.mu.RUnlock()
-	slices.SortFunc(m.live, func(a, b *slice) int { return cmpInt(a.index, b.index) })
+	slices.SortFunc(m.live, func(a, b *slice) int { return cmp.Compare(a.index, b.index) })
 	slices.Sort(m.stale)
 	return m
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Parts encodes the slices that changed since the last checkpoint, each under its own lock (claims
@@ -169,8 +160,8 @@ func (m *Mark) Done(saved bool) {
 		}
 		return
 	}
-	for _, p := range m.parts {
-		sl := m.write[slices.IndexFunc(m.write, func(sl *slice) bool { return sl.index == p.Index })]
+	for i, p := range m.parts { // a part a slice to write, in their order
+		sl := m.write[i]
 		sl.mu.Lock()
 		sl.saved = savedPart{ok: true, n: p.n, crc: p.CRC}
 		sl.mu.Unlock()
@@ -299,11 +290,7 @@ func (s *Set) Restore(d Directory, part func(idx int64) ([]byte, bool)) (restore
 			sl := r.sl
 			sl.setTable(make([]bucket, bucketsFor(len(r.ids))))
 			for _, id := range r.ids {
-				if !sl.has(id) {
-					sl.put(id)
-					sl.n++
-					sl.used++
-				}
+				sl.claim(id)
 			}
 			if sl.n == r.entry.n { // the part as the storage holds it: nothing was left out
 				sl.saved = savedPart{ok: true, n: sl.n, crc: r.entry.crc}

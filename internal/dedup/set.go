@@ -20,7 +20,7 @@
 // A slice's table is an open-addressing table of buckets of eight identities (a cache line), probed
 // bucket after bucket from one picked by the identity's high bits; it is sized from the slice before
 // it and kept between 72% and 92% full, so that an identity takes 8.7 to 11.1 bytes. A caller claims
-// through a Claimer, which keeps the slice of the record before: records mostly come in order, so
+// through a Claimer, which keeps the slices it used last at hand: records mostly come in order, so
 // that a claim takes its slice's lock and one walk of its table, with no lookup of the slice. The
 // package has no collector imports.
 package dedup
@@ -89,7 +89,8 @@ type Set struct {
 	// newest before it, when it became so: the size a new slice is given.
 	newest    int64
 	prevCount int
-	// due is at most the least expiry of the slices: forget has nothing to drop before W reaches it
+	// due is at most the least expiry of the slices (claims only raise a slice's): forget has nothing
+	// to drop before W reaches it
 	due int64
 	// stored are the indexes of the parts the storage holds, as of the last checkpoint saved
 	stored map[int64]struct{}
@@ -157,26 +158,14 @@ const maxShift = 30
 
 func (s *Set) indexOf(t int64) int64 { return t >> s.shift }
 
-// span is a slice's index and the event times it holds, [lo, hi).
-type span struct{ idx, lo, hi int64 }
-
-func (r span) holds(t int64) bool { return t >= r.lo && t < r.hi }
-
-func (s *Set) spanOf(t int64) span {
-	idx := s.indexOf(t)
-	return span{idx, idx << s.shift, (idx + 1) << s.shift}
-}
-
-// Claimer claims identities one at a time for one caller (an ingest call), keeping the slice of the
-// last one and the room it reserved: records mostly come in order, so that most claims take only
-// their slice's lock, with no lookup of the slice and no division. Done gives back the room unused.
+// Claimer claims identities one at a time for one caller (an ingest call), keeping the slices it
+// used last at hand and the room it reserved: records mostly come in order, so that most claims take
+// only their slice's lock, with no lookup of the slice. Done gives back the room unused.
 type Claimer struct {
 	s    *Set
-	sl   *slice
-	r    span
 	room int64
-	// recent are the slices looked up last, by index modulo their number: records a little out of
-	// order (a batch's spans over a second, in slices of a tenth) find theirs with no lookup
+	// recent are the slices used last, by index modulo their number: records a little out of order
+	// (a batch's spans across a slice's end) find theirs with no lookup
 	recent [recentSlices]*slice
 }
 
@@ -193,57 +182,50 @@ func (c *Claimer) Claim(it Item, w int64) Claim {
 	if it.Expiry <= w {
 		return Passed
 	}
-	s := c.s
-	if c.sl == nil || !c.r.holds(it.Time) {
-		c.find(it, w)
-	}
-	sl := c.sl
-	sl.mu.Lock()
-	for sl.dropped { // dropped since it was looked up: the set has another by now, or none
-		sl.mu.Unlock()
-		c.recent[c.r.idx&(recentSlices-1)] = nil
-		c.find(it, w)
-		sl = c.sl
-		sl.mu.Lock()
-	}
+	sl := c.locked(it, w)
+	defer sl.mu.Unlock()
 	if c.room == 0 {
-		c.room = s.reserve(reserveChunk)
+		c.room = c.s.reserve(reserveChunk)
 	}
-	var cl Claim
 	switch {
 	case c.room == 0: // full: looked up, not remembered
-		cl = Overflow
 		if sl.has(it.ID) {
-			cl = Duplicate
+			return Duplicate
 		}
+		return Overflow
 	case sl.claim(it.ID):
-		cl = Duplicate
-	default:
-		c.room--
-		sl.expiry = max(sl.expiry, it.Expiry)
-		sl.dirty = true
-		if sl.marked {
-			sl.after = append(sl.after, it.ID)
-		}
-		cl = Remembered
+		return Duplicate
 	}
-	sl.mu.Unlock()
-	return cl
+	c.room--
+	sl.expiry = max(sl.expiry, it.Expiry)
+	sl.dirty = true
+	if sl.marked {
+		sl.after = append(sl.after, it.ID)
+	}
+	return Remembered
 }
 
-// find makes the slice of the item's time the claimer's (one dropped since is found out under its
-// lock).
-func (c *Claimer) find(it Item, w int64) {
-	c.r = c.s.spanOf(it.Time)
-	at := &c.recent[c.r.idx&(recentSlices-1)]
-	if *at != nil && (*at).index == c.r.idx {
-		c.sl = *at
-		return
+// locked returns the slice of the item's time, its lock taken: one at hand, else looked up (and
+// added); one dropped since it was looked up is found out under its lock, and looked up again. A
+// slice's index never changes, so that it is read without the lock.
+func (c *Claimer) locked(it Item, w int64) *slice {
+	idx := c.s.indexOf(it.Time)
+	at := &c.recent[idx&(recentSlices-1)]
+	for {
+		sl := *at
+		if sl == nil || sl.index != idx {
+			c.s.mu.RLock()
+			sl = c.s.slice(idx, w, it.Expiry)
+			c.s.mu.RUnlock()
+			*at = sl
+		}
+		sl.mu.Lock()
+		if !sl.dropped {
+			return sl
+		}
+		sl.mu.Unlock()
+		*at = nil
 	}
-	c.s.mu.RLock()
-	c.sl = c.s.slice(c.r.idx, w, it.Expiry)
-	c.s.mu.RUnlock()
-	*at = c.sl
 }
 
 // Done gives back the room the claimer reserved and did not take.
@@ -251,7 +233,7 @@ func (c *Claimer) Done() {
 	if c.room > 0 {
 		c.s.held.Add(-c.room)
 	}
-	c.room, c.sl, c.recent = 0, nil, [recentSlices]*slice{}
+	c.room, c.recent = 0, [recentSlices]*slice{}
 }
 
 // reserveChunk is how many identities a claimer reserves at once.
@@ -292,7 +274,7 @@ func (s *Set) slice(idx, w, expiry int64) *slice {
 				s.prevCount = prev.n
 				prev.mu.Unlock()
 			}
-			if old := s.slices[idx-2]; old != nil && idx-2 <= s.newest {
+			if old := s.slices[idx-2]; old != nil {
 				old.mu.Lock()
 				old.compact()
 				old.mu.Unlock()
@@ -416,26 +398,20 @@ func (s *Set) Release(id ID, t int64) {
 	}
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
-	if sl.dropped {
+	if sl.dropped { // its table is gone with it
 		return
 	}
-	nb := len(sl.buckets)
-	for i := sl.home(id); ; {
-		b := &sl.buckets[i]
-		for j, e := range b {
-			switch e {
-			case id:
-				b[j] = released // the probe sequences through it go on
-				sl.n--
-				sl.dirty = true
-				s.held.Add(-1)
-				return
-			case empty:
-				return
-			}
-		}
-		if i++; i == nb {
-			i = 0
+	b, found := sl.probe(id)
+	if !found {
+		return
+	}
+	for j, e := range b {
+		if e == id {
+			b[j] = released // the probe sequences through it go on
+			sl.n--
+			sl.dirty = true
+			s.held.Add(-1)
+			return
 		}
 	}
 }
@@ -443,20 +419,13 @@ func (s *Set) Release(id ID, t int64) {
 // Forget drops the slices whose expiry W (w) has reached.
 func (s *Set) Forget(w int64) {
 	s.mu.RLock()
-	any := false
-	for _, sl := range s.slices {
-		if sl.expiryAt() <= w {
-			any = true
-			break
-		}
-	}
+	due := w >= s.due
 	s.mu.RUnlock()
-	if !any {
-		return
+	if due {
+		s.mu.Lock()
+		s.forget(w)
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	s.forget(w)
-	s.mu.Unlock()
 }
 
 // forget drops the slices whose expiry W (w) has reached (under mu).
@@ -474,13 +443,6 @@ func (s *Set) forget(w int64) {
 		}
 		sl.mu.Unlock()
 	}
-}
-
-// expiryAt reads a slice's expiry under its lock.
-func (sl *slice) expiryAt() int64 {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	return sl.expiry
 }
 
 // drop takes slice sl out of the set (under mu and sl.mu).
