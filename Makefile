@@ -36,9 +36,9 @@ fuzz:
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzTraceFields$$' .
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzLogFields$$' .
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzMetricFields$$' .
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngest$$' ./processor/stream/
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzUnmarshal$$' ./processor/sketch/
-	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzDecode$$' ./processor/serieskey/
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzIngest$$' ./internal/engine/stream/
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzUnmarshal$$' ./internal/engine/sketch/
+	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzDecode$$' ./internal/engine/serieskey/
 	$(GO) test $(FUZZFLAGS) -fuzz '^FuzzDecode$$' ./internal/dedup/
 
 # The collector distributions, rebuilt when the component or their builder config changes.

@@ -3,7 +3,7 @@ package windowaggregator
 import (
 	"sync/atomic"
 
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // Records by outcome per aggregation, for the operator's view: what the engine does not judge (a

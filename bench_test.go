@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
-	"github.com/windowaggregator/windowaggregator/processor/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 )
 
 // benchTraces builds batches of 1000 spans over 10 services x 20 span names x 4 methods (800 series),

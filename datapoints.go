@@ -5,8 +5,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // What one metric data point is, and what it adds to one aggregation, by the kind of its metric: a

@@ -2,7 +2,7 @@ package windowaggregator
 
 import (
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // Dedup: the identities of the records aggregated are remembered (internal/dedup), so that a copy

@@ -1,7 +1,7 @@
 // Package windowaggregator is an OpenTelemetry Collector component, in a processor and a connector
 // form, that turns spans, logs and metric points into event-time window metrics. The engine is in
-// processor/stream (its model is stated in processor/stream/doc.go); sketches are in
-// processor/sketch; delivery of the results in internal/delivery.
+// internal/engine/stream (its model is stated in internal/engine/stream/doc.go); sketches are in
+// internal/engine/sketch; delivery of the results in internal/delivery.
 //
 // The path of a record, and the file that holds each step (each file refers only to those below it):
 //
@@ -18,12 +18,12 @@
 //	   │  the record is staged at its event time, a histogram point as a distribution; report.go
 //	   │  counts the call's outcomes
 //	   ▼
-//	stream.Batch (processor/stream/engine.go): Begin → SetSource → Stage → Apply → End
+//	stream.Batch (internal/engine/stream/engine.go): Begin → SetSource → Stage → Apply → End
 //	   │  shard.go → table.go, series.go → pane.go; watermark.go, source.go; window.go
 //	   ├─ late / future / invalid ─► late.go: a copy of the late records, marked, for the signal's
 //	   │  late pipeline (instance.go), or counted
 //	   ▼  W passes a window's end
-//	stream.Result with its Point (processor/stream/result.go, point.go)
+//	stream.Result with its Point (internal/engine/stream/result.go, point.go)
 //	   ▼
 //	internal/delivery: builder.go (the table of outputs, outputs.go) → pmetric, in batches of at
 //	most emit.max_points_per_send; emitter.go: a queue bounded in points, collected and delivered by

@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // FuzzConfig: any YAML either fails to unmarshal or validate, or builds a working component. It never

@@ -24,8 +24,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 const s = int64(time.Second)

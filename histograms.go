@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
 // What a histogram point adds to an aggregation: to its explicit histogram output the counts of a

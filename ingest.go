@@ -10,8 +10,8 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
-	"github.com/windowaggregator/windowaggregator/processor/serieskey"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // outcome is what became of one record of an ingest call, in one encoding for the engine's verdicts,

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // Input streams: what the metrics aggregations keep of the cumulative streams whose points they

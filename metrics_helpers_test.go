@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/processor/processortest"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // Metric points as input: batches built from specs, and the component run in either form on them,

@@ -11,7 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/windowaggregator/windowaggregator/processor/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 )
 
 // What an aggregation reads of a record, through the view (record.go): whether it selects it, its

@@ -4,7 +4,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
-	"github.com/windowaggregator/windowaggregator/processor/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 )
 
 // maxFields bounds a signal's special keys (signal.fields).

@@ -18,9 +18,9 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
-	"github.com/windowaggregator/windowaggregator/processor/clock"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // shared is the state of one component id, common to every instance of it in both forms: one engine,

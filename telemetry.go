@@ -5,8 +5,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // telemetry is the component's self-telemetry: the instruments declared in metadata.yaml

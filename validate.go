@@ -11,7 +11,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // Validation of a configuration: every invalid setting is reported, each naming its key and the

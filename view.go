@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/serieskey"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // The operator's view (issue 34, in progress): what the window_aggregator_view extension serves, read

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // The last values of the series an operator asks about in the view's explainer. The component keeps

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // The watch, fed results by hand: a late firing adds to its window, only watchedWindows windows are

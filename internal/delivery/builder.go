@@ -6,11 +6,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
+	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
-	"github.com/windowaggregator/windowaggregator/processor/exemplar"
-	"github.com/windowaggregator/windowaggregator/processor/serieskey"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
 )
 
 // overflowAttrKey is the one attribute of an aggregation's overflow series.

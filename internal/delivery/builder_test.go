@@ -6,9 +6,9 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/windowaggregator/windowaggregator/processor/serieskey"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // BenchmarkBuilder is the cost of turning one window's results into pdata: 800 series (10

@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // Output is one row of the table of outputs: what an aggregation's `outputs` entry emits. Adding an

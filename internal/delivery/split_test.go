@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/windowaggregator/windowaggregator/processor/stream"
+	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
 // flatPoints lists every data point of md with what it is under, in order.

@@ -10,7 +10,7 @@ import (
 	"unsafe"
 	"weak"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // heapAfterFlood returns the live heap held by an engine after `keys` distinct keys flooded one window

@@ -3,8 +3,8 @@ package stream
 import (
 	"slices"
 
-	"github.com/windowaggregator/windowaggregator/processor/exemplar"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
 // Result is what one series emits at one window end: a firing of its window [Start, End), its point

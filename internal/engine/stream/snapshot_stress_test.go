@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // stressTally counts records per (aggregation, tumbling window), under mu.

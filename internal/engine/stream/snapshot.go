@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/windowaggregator/windowaggregator/processor/exemplar"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
 // The snapshot format: magic, version, then the configuration it was taken under (a snapshot only

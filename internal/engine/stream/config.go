@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // Config is the engine's configuration. Durations are those of the component's config.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"math"
 
-	"github.com/windowaggregator/windowaggregator/processor/exemplar"
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
 )
 
 // encoder and decoder are the snapshot's primitive encodings: varints, float bits and byte strings.

@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/windowaggregator/windowaggregator/processor/exemplar"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
 // Point is what a Result carries for the additive outputs (count, sum and the histograms), as the

@@ -5,8 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/windowaggregator/windowaggregator/processor/exemplar"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
 // shard is an independently locked part of the series table, with the panes of its series, the

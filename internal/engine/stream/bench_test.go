@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // benchRecords is a stream of latency-like records over nSeries keys, in event-time order with a

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // Configurations and streams.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
-	"github.com/windowaggregator/windowaggregator/processor/exemplar"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
 )
 
 // The points of the additive outputs, checked on the model scenarios against what the contract says

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // FuzzIngest decodes its input into a configuration (a first byte of 0x80 and up picks one with

@@ -4,7 +4,7 @@ import (
 	"math"
 	"unsafe"
 
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
 // series is one distinct key of one aggregation, with its live panes.

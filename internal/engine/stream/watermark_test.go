@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // Focused tests of the watermark's contract (see doc.go). The harness's clock starts at 1000 s; every

@@ -3,8 +3,8 @@ package stream
 import (
 	"math"
 
-	"github.com/windowaggregator/windowaggregator/processor/exemplar"
-	"github.com/windowaggregator/windowaggregator/processor/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
+	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
 // totals are the scalar aggregates of a set of records (a pane's, a series' head's or a window's): their

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/processor/clock"
+	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 )
 
 // ExpiresAt is the watermark from which every window holding a record at t has expired: worked out
