@@ -5,6 +5,11 @@
 //
 //	go run ./scripts/structure            # the root package
 //	go run ./scripts/structure internal/delivery
+//	go run ./scripts/structure -all internal/dedup   # every reference, files in their order
+//	go run ./scripts/structure -check $(go list -f '{{.Dir}}' ./...)
+//
+// With -check it prints only what is wrong and exits 1 when a package has a reference that runs back
+// up or a hand-written production file of more than 600 lines: `make test` runs it over every package.
 //
 // A file refers to another when it names something that the other declares: a function, type,
 // variable, constant, method or struct field of the package, as the type checker resolves the name.
@@ -12,6 +17,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"go/ast"
 	"go/importer"
@@ -25,23 +31,77 @@ import (
 	"strings"
 )
 
+// maxLines is the most lines a hand-written production file may have.
+const maxLines = 600
+
 func main() {
-	dir := "."
-	if len(os.Args) > 1 {
-		dir = os.Args[1]
+	check := flag.Bool("check", false, "print only what is wrong: references that run back up, files over 600 lines; exit 1 if any")
+	all := flag.Bool("all", false, "also print the files in their order and every reference")
+	flag.Parse()
+	dirs := flag.Args()
+	if len(dirs) == 0 {
+		dirs = []string{"."}
 	}
-	files, fset, err := parseDir(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	failed := false
+	for _, dir := range dirs {
+		files, fset, err := parseDir(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if len(files) == 0 {
+			continue
+		}
+		refs, err := references(files, fset)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if *check {
+			if problems := checkPackage(files, refs); len(problems) > 0 {
+				failed = true
+				fmt.Printf("%s:\n%s", dir, strings.Join(problems, ""))
+			}
+			continue
+		}
+		if len(dirs) > 1 {
+			fmt.Printf("== %s\n", dir)
+		}
+		if *all {
+			printAll(files, refs)
+		}
+		printReferences(files, refs)
+		printSizes(files, fset)
+	}
+	if failed {
 		os.Exit(1)
 	}
-	refs, err := references(files, fset)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+}
+
+// checkPackage returns a line for each reference that runs back up and each file over maxLines.
+func checkPackage(files []*file, refs map[string]map[string][]string) []string {
+	var problems []string
+	for _, l := range upward(files, refs) {
+		problems = append(problems, "  runs back up: "+strings.TrimSpace(l)+"\n")
 	}
-	printReferences(files, refs)
-	printSizes(files, fset)
+	for _, f := range files {
+		if f.lines > maxLines {
+			problems = append(problems, fmt.Sprintf("  %s has %d lines (at most %d)\n", f.name, f.lines, maxLines))
+		}
+	}
+	return problems
+}
+
+// printAll prints the files in their layout order, each with the files it refers to.
+func printAll(files []*file, refs map[string]map[string][]string) {
+	for _, f := range layout(files, refs) {
+		tos := make([]string, 0, len(refs[f]))
+		for to := range refs[f] {
+			tos = append(tos, to)
+		}
+		sort.Strings(tos)
+		fmt.Printf("  %s -> %s\n", f, strings.Join(tos, ", "))
+	}
 }
 
 type file struct {
@@ -115,16 +175,27 @@ func appendOnce(s []string, v string) []string {
 // above it. Those, the references between files that refer to each other, through one reference or
 // a chain of them, are listed: in a package without them, every reference runs down.
 func printReferences(files []*file, refs map[string]map[string][]string) {
+	total := 0
+	for _, tos := range refs {
+		total += len(tos)
+	}
+	up := upward(files, refs)
+	fmt.Printf("%d files, %d references between them (file to file), %d of them run back up:\n", len(files), total, len(up))
+	for _, l := range up {
+		fmt.Println(l)
+	}
+}
+
+// upward returns the references that run back up, a line each, sorted.
+func upward(files []*file, refs map[string]map[string][]string) []string {
 	order := layout(files, refs)
 	pos := map[string]int{}
 	for i, f := range order {
 		pos[f] = i
 	}
-	total := 0
 	var up []string
 	for from, tos := range refs {
 		for to, names := range tos {
-			total++
 			if pos[to] < pos[from] {
 				sort.Strings(names)
 				up = append(up, fmt.Sprintf("  %s -> %s: %s", from, to, strings.Join(names, ", ")))
@@ -132,10 +203,7 @@ func printReferences(files []*file, refs map[string]map[string][]string) {
 		}
 	}
 	sort.Strings(up)
-	fmt.Printf("%d files, %d references between them (file to file), %d of them run back up:\n", len(files), total, len(up))
-	for _, l := range up {
-		fmt.Println(l)
-	}
+	return up
 }
 
 // layout orders the files top to bottom, greedily, so that few references run up: files that no
