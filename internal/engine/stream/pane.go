@@ -2,6 +2,7 @@ package stream
 
 import (
 	"math"
+	"slices"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
 	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
@@ -241,6 +242,14 @@ func (sp *sketchPool) put(h *sketch.Histogram) {
 	}
 }
 
+// paneMaker is what a series needs to make and fill its panes: the windowing, the aggregations, and
+// the pool of sketches and buffers of the shard that holds the series.
+type paneMaker struct {
+	g    windowing
+	aggs []Aggregation
+	pool sketchPool
+}
+
 // newPane returns an empty pane at start with the sketches and counts that aggregation a keeps, under
 // the output mode of g.
 func newPane(start int64, a *Aggregation, g *windowing, sp *sketchPool) pane {
@@ -268,4 +277,17 @@ func (p *pane) release(sp *sketchPool) {
 	sp.putCounts(p.deltaCounts)
 	sp.putExemplars(p.ex)
 	p.hist, p.deltaHist, p.counts, p.deltaCounts, p.ex = nil, nil, nil, nil, nil
+}
+
+// bucketOf returns the explicit bucket of finite value v: the first upper bound at or above it.
+func bucketOf(bounds []float64, v float64) int {
+	i, _ := slices.BinarySearch(bounds, v)
+	return i
+}
+
+// addCounts adds bucket counts src to dst, each saturating (see sketch.AddCounts).
+func addCounts(dst, src []uint64) {
+	for i, c := range src {
+		dst[i] = sketch.AddCounts(dst[i], c)
+	}
 }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
@@ -113,4 +114,13 @@ func (b *resultBuffer) clear() {
 		b.items[i].Key = ""
 	}
 	b.items = b.items[:0]
+}
+
+// byTime orders exemplars by time, then by value: a backend takes a series' exemplars in order of
+// time.
+func byTime(a, b exemplar.Exemplar) int {
+	if c := cmp.Compare(a.Time, b.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Value, b.Value)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"unsafe"
 
+	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
 	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
@@ -71,7 +72,7 @@ func (s *series) setKey(key []byte) {
 
 // pane returns the series' pane starting at start, creating it if needed. The pointer is valid until
 // the series' panes change.
-func (s *series) pane(start int64, sh *shard) *pane {
+func (s *series) pane(start int64, pm *paneMaker) *pane {
 	n := len(s.panes)
 	// Records mostly go to the newest pane: look there first.
 	if n > 0 && s.panes[n-1].start == start {
@@ -86,7 +87,7 @@ func (s *series) pane(start int64, sh *shard) *pane {
 	}
 	s.panes = append(s.panes, pane{})
 	copy(s.panes[i+1:], s.panes[i:])
-	s.panes[i] = newPane(start, &sh.aggs[s.agg], &sh.g, &sh.pool)
+	s.panes[i] = newPane(start, &pm.aggs[s.agg], &pm.g, &pm.pool)
 	return &s.panes[i]
 }
 
@@ -99,9 +100,9 @@ func (s *series) paneAt(start int64) *pane {
 }
 
 // takeHead makes the pane starting at start, created if needed, the series' head.
-func (s *series) takeHead(start int64, sh *shard) {
-	s.putHead(sh)
-	p := s.pane(start, sh)
+func (s *series) takeHead(start int64, pm *paneMaker) {
+	s.putHead(pm)
+	p := s.pane(start, pm)
 	s.head, s.headStart, s.headHist = p.total, start, p.hist
 }
 
@@ -114,11 +115,11 @@ func (s *series) takeHead(start int64, sh *shard) {
 // range when it is inserted, as it would have had it been inserted at once. The head's totals are
 // the pane's with the records added in order, so they are what adding them to the pane would have
 // made, to the last bit of the sum.
-func (s *series) putHead(sh *shard) {
+func (s *series) putHead(pm *paneMaker) {
 	if s.head.count == 0 {
 		return
 	}
-	s.insertPending(sh)
+	s.insertPending(pm)
 	s.paneAt(s.headStart).total = s.head
 	s.head, s.headHist = totals{}, nil
 }
@@ -138,29 +139,29 @@ func (s *series) paneTotals(i int) totals {
 // The value of a record of weight 1 goes to pending even when the aggregation keeps no sketch, where
 // insertValues drops it: checking headHist here would read another cache line of the series for
 // every record. A weighted value is inserted at once, with its count.
-func (s *series) addToHead(v float64, hasValue bool, n uint64, sh *shard) {
+func (s *series) addToHead(v float64, hasValue bool, n uint64, pm *paneMaker) {
 	s.head.add(v, hasValue, n)
 	if !hasValue {
 		return
 	}
 	if n != 1 {
-		s.insertItem(s.headHist, s.paneAt(s.headStart).counts, s.headStart, &item{v: v, n: n, hasValue: true}, sh)
+		s.insertItem(s.headHist, s.paneAt(s.headStart).counts, s.headStart, &item{v: v, n: n, hasValue: true}, pm)
 		return
 	}
 	s.pending[s.npending&(pendingValues-1)] = v
 	s.npending++
 	if s.npending == pendingValues {
-		s.insertPending(sh)
+		s.insertPending(pm)
 	}
 }
 
 // insertPending inserts the pending values into the head's sketch, and into acc if the head's pane
 // is in acc's range, and counts them in the pane's explicit buckets.
-func (s *series) insertPending(sh *shard) {
+func (s *series) insertPending(pm *paneMaker) {
 	vs := s.pending[:s.npending]
 	s.npending = 0
-	s.insertValues(s.headHist, s.headStart, vs, sh.g.size)
-	if bounds := sh.aggs[s.agg].Bounds; bounds != nil && len(vs) > 0 {
+	s.insertValues(s.headHist, s.headStart, vs, pm.g.size)
+	if bounds := pm.aggs[s.agg].Bounds; bounds != nil && len(vs) > 0 {
 		counts := s.paneAt(s.headStart).counts
 		for _, v := range vs {
 			if i := bucketOf(bounds, v); counts[i] != math.MaxUint64 { // saturated (see sketch.AddCounts)
@@ -189,20 +190,20 @@ func (s *series) insertValues(h *sketch.Histogram, start int64, vs []float64, si
 // insertItem inserts the values of item it, of the pane starting at start, into h (the pane's sketch,
 // or nil) and into acc if the pane is in acc's range, and counts them in counts (the pane's explicit
 // buckets, or nil).
-func (s *series) insertItem(h *sketch.Histogram, counts []uint64, start int64, it *item, sh *shard) {
+func (s *series) insertItem(h *sketch.Histogram, counts []uint64, start int64, it *item, pm *paneMaker) {
 	if h != nil {
 		insertItem(h, it)
-		if s.inAcc(start, sh.g.size) {
+		if s.inAcc(start, pm.g.size) {
 			insertItem(s.acc, it)
 		}
 	}
-	countItem(counts, sh.aggs[s.agg].Bounds, it)
+	countItem(counts, pm.aggs[s.agg].Bounds, it)
 }
 
 // addDistToHead adds a distribution to the series' head, its sketch merged at once.
-func (s *series) addDistToHead(d *Distribution, sh *shard) {
+func (s *series) addDistToHead(d *Distribution, pm *paneMaker) {
 	s.head.addDist(d)
-	s.insertItem(s.headHist, s.paneAt(s.headStart).counts, s.headStart, &item{dist: d}, sh)
+	s.insertItem(s.headHist, s.paneAt(s.headStart).counts, s.headStart, &item{dist: d}, pm)
 }
 
 // inAcc reports whether a pane starting at p is one whose values acc holds.
@@ -240,4 +241,74 @@ func (s *series) dropPanesBefore(t, size int64, sp *sketchPool) {
 	n := copy(s.panes, s.panes[i:])
 	clear(s.panes[n:])
 	s.panes = s.panes[:n]
+}
+
+// accrualOf returns the series' accrual, making it on first use.
+func (s *series) accrualOf() *accrual {
+	if s.ac == nil {
+		s.ac = &accrual{}
+	}
+	return s.ac
+}
+
+// foldLate adds a late record, of the pane starting at start, to what the series' next point carries.
+func (s *series) foldLate(it *item, start int64, a *Aggregation) {
+	ac := s.accrualOf()
+	if ac.fold.count == 0 || start < ac.foldFirst {
+		ac.foldFirst = start
+	}
+	ac.fold.addItem(it)
+	if a.Histogram {
+		if ac.foldHist == nil {
+			ac.foldHist = newSketch()
+		}
+		insertItem(ac.foldHist, it)
+	}
+	if a.Bounds != nil {
+		if ac.foldCounts == nil {
+			ac.foldCounts = make([]uint64, a.buckets())
+		}
+		countItem(ac.foldCounts, a.Bounds, it)
+	}
+}
+
+// foldExemplar adds a late record's exemplar to what the series' next point carries, in a reservoir
+// of k.
+func (s *series) foldExemplar(ex *exemplar.Exemplar, k int) {
+	ac := s.accrualOf()
+	if ac.foldEx == nil {
+		ac.foldEx = exemplar.New(k)
+	}
+	ac.foldEx.Offer(*ex)
+}
+
+// lastDataEnd returns the end of the newest slide that held a record of the series.
+func (s *series) lastDataEnd(g *windowing) int64 {
+	end := minTime
+	if s.ac != nil {
+		end = s.ac.lastEnd
+	}
+	if n := len(s.panes); n > 0 {
+		end = max(end, s.panes[n-1].start+g.slide)
+	}
+	return end
+}
+
+// wantsPoint reports whether the series gets a point at window end e even if no window of it ends
+// there: it has late records folded, or it is a cumulative series still alive at e. drain: the
+// engine is emptying itself, and a live series gets no points past its data.
+func (s *series) wantsPoint(e int64, g *windowing, drain bool) bool {
+	if s.ac.folded() {
+		return true
+	}
+	return g.cumulative && !drain && s.ac != nil && s.ac.started && e < s.lastDataEnd(g)+g.expiration
+}
+
+// ended reports whether the series holds nothing more to emit after watermark w: no pane, nothing
+// folded, and no cumulative point left before it expires.
+func (s *series) ended(w int64, g *windowing) bool {
+	if len(s.panes) > 0 || s.ac.folded() {
+		return false
+	}
+	return !g.cumulative || w >= maxTime || g.paneStart(w)+g.slide >= s.lastDataEnd(g)+g.expiration
 }

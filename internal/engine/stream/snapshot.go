@@ -53,7 +53,7 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 		sh.mu.Lock()
 		sh.flush(w)
 		for _, se := range sh.list {
-			se.putHead(sh)
+			se.putHead(&sh.paneMaker)
 			encodeSeries(ser, se)
 		}
 		for i := range sh.pending.items {
