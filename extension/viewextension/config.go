@@ -7,3 +7,12 @@ import "go.opentelemetry.io/collector/config/confighttp"
 type Config struct {
 	confighttp.ServerConfig `mapstructure:",squash"`
 }
+
+func confighttpDefault() confighttp.ServerConfig {
+	sc := confighttp.NewDefaultServerConfig()
+	sc.NetAddr.Endpoint = defaultEndpoint
+	return sc
+}
+
+// defaultEndpoint is where the view is served unless endpoint says otherwise: localhost only.
+const defaultEndpoint = "localhost:55680"

@@ -12,22 +12,11 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
 	"github.com/windowaggregator/windowaggregator"
 )
-
-func confighttpDefault() confighttp.ServerConfig {
-	sc := confighttp.NewDefaultServerConfig()
-	sc.NetAddr.Endpoint = defaultEndpoint
-	return sc
-}
-
-// defaultTop and maxTop bound the lists of a response (sources, windows): the first defaultTop
-// unless ?top=N asks for others, at most maxTop, whatever the number of series.
-const defaultTop, maxTop = 20, 1000
 
 // maxValueBytes is the longest group_by value the explainer is asked about: a series key's values
 // are cut there (truncated_keys).

@@ -14,9 +14,6 @@ import (
 // Type is the extension's type.
 var Type = component.MustNewType("window_aggregator_view")
 
-// defaultEndpoint is where the view is served unless endpoint says otherwise: localhost only.
-const defaultEndpoint = "localhost:55680"
-
 // NewFactory returns the extension's factory.
 func NewFactory() extension.Factory {
 	return extension.NewFactory(Type, createDefaultConfig, create, component.StabilityLevelDevelopment)

@@ -199,3 +199,7 @@ async function start(){
 }
 start();
 </script></body></html>`
+
+// defaultTop and maxTop bound the lists of a response (sources, windows): the first defaultTop
+// unless ?top=N asks for others, at most maxTop, whatever the number of series.
+const defaultTop, maxTop = 20, 1000

@@ -22,13 +22,6 @@ import (
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
-// savedPart is what the last successful checkpoint wrote of a slice.
-type savedPart struct {
-	ok  bool
-	n   int
-	crc uint32
-}
-
 // Part is one slice's part of a checkpoint.
 type Part struct {
 	Index int64

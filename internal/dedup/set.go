@@ -473,3 +473,10 @@ func (s *Set) Slices() int {
 	defer s.mu.RUnlock()
 	return len(s.slices)
 }
+
+// savedPart is what the last successful checkpoint wrote of a slice.
+type savedPart struct {
+	ok  bool
+	n   int
+	crc uint32
+}

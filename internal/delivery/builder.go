@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"math"
+	"strings"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -384,4 +385,34 @@ func (b *builder) metric(ro *aggOut, slot int, a *Aggregation) pmetric.Metric {
 	e.describe(m, a, b.temporality)
 	ro.metrics[slot], ro.made[slot] = m, true
 	return m
+}
+
+// describe sets a new metric's unit, description and type for output e of aggregation a, its additive
+// outputs with temporality t.
+func (e *Emitted) describe(m pmetric.Metric, a *Aggregation, t pmetric.AggregationTemporality) {
+	desc := e.def.description
+	if e.def.pattern != nil {
+		desc = strings.Replace(desc, e.def.name, e.name, 1)
+	}
+	m.SetDescription(desc)
+	m.SetUnit(a.Unit())
+	switch e.def.metric {
+	case shapeCount:
+		m.SetUnit("{" + a.Record + "}")
+		s := m.SetEmptySum()
+		s.SetAggregationTemporality(t)
+		s.SetIsMonotonic(true)
+	case shapeSum:
+		s := m.SetEmptySum()
+		s.SetAggregationTemporality(t)
+		s.SetIsMonotonic(a.MonotonicSum()) // a duration, or a counter's increase, is never negative
+	case shapeGauge:
+		m.SetEmptyGauge()
+	case shapeHistogram:
+		if a.Bounds != nil {
+			m.SetEmptyHistogram().SetAggregationTemporality(t)
+		} else {
+			m.SetEmptyExponentialHistogram().SetAggregationTemporality(t)
+		}
+	}
 }

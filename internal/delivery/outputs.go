@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.opentelemetry.io/collector/pdata/pmetric"
-
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
 
@@ -120,13 +118,6 @@ func quantileOf(name string) (float64, error) {
 	return strconv.ParseFloat("0."+strings.TrimPrefix(name, "p"), 64)
 }
 
-// Emitted is one configured output of an aggregation.
-type Emitted struct {
-	def  *Output
-	name string // the metric name's suffix: the configured name
-	q    int    // index among the percentiles, for their value
-}
-
 // Compile returns an aggregation's configured outputs in table order (the percentiles in their
 // configured order), and its quantiles.
 func Compile(configured []string) ([]Emitted, []float64, error) {
@@ -163,32 +154,9 @@ func Has(outputs []Emitted, name string) bool {
 	return false
 }
 
-// describe sets a new metric's unit, description and type for output e of aggregation a, its additive
-// outputs with temporality t.
-func (e *Emitted) describe(m pmetric.Metric, a *Aggregation, t pmetric.AggregationTemporality) {
-	desc := e.def.description
-	if e.def.pattern != nil {
-		desc = strings.Replace(desc, e.def.name, e.name, 1)
-	}
-	m.SetDescription(desc)
-	m.SetUnit(a.Unit())
-	switch e.def.metric {
-	case shapeCount:
-		m.SetUnit("{" + a.Record + "}")
-		s := m.SetEmptySum()
-		s.SetAggregationTemporality(t)
-		s.SetIsMonotonic(true)
-	case shapeSum:
-		s := m.SetEmptySum()
-		s.SetAggregationTemporality(t)
-		s.SetIsMonotonic(a.MonotonicSum()) // a duration, or a counter's increase, is never negative
-	case shapeGauge:
-		m.SetEmptyGauge()
-	case shapeHistogram:
-		if a.Bounds != nil {
-			m.SetEmptyHistogram().SetAggregationTemporality(t)
-		} else {
-			m.SetEmptyExponentialHistogram().SetAggregationTemporality(t)
-		}
-	}
+// Emitted is one configured output of an aggregation.
+type Emitted struct {
+	def  *Output
+	name string // the metric name's suffix: the configured name
+	q    int    // index among the percentiles, for their value
 }
