@@ -23,11 +23,11 @@ type aggregationCounts struct {
 	late                 [numLateActions]atomic.Int64 // expired, future or invalid, by what became of them
 }
 
-// countByAggregation adds a call's counts to each aggregation's, with its expired records, which
-// batch b has judged, under the call's late action.
-func (s *shared) countByAggregation(b *stream.Batch, t []aggregationTally, action lateAction) {
+// countByAggregation adds a call's counts to each aggregation's (byAgg), with its expired records,
+// which batch b has judged, under the call's late action.
+func countByAggregation(byAgg []aggregationCounts, b *stream.Batch, t []aggregationTally, action lateAction) {
 	for i := range t {
-		c := &s.byAgg[i]
+		c := &byAgg[i]
 		if n := t[i].unmatched; n > 0 {
 			c.unmatched.Add(n)
 		}

@@ -1,6 +1,8 @@
 package windowaggregator
 
 import (
+	"slices"
+
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
@@ -96,4 +98,17 @@ func (d *dedupStage) release() {
 func (d *dedupStage) reset() {
 	d.set, d.claimer = nil, dedup.Claimer{}
 	d.releases = d.releases[:0]
+}
+
+// logKey is the set of the parts of a log record that identify it (dedup.logs.key), a bit per index
+// in logParts.
+type logKey uint16
+
+// logKeyOf returns the set of parts.
+func logKeyOf(parts []LogPart) logKey {
+	var k logKey
+	for _, p := range parts {
+		k |= 1 << slices.Index(logParts, p)
+	}
+	return k
 }

@@ -18,8 +18,9 @@
 //	   │  the record is staged at its event time, a histogram point as a distribution; report.go
 //	   │  counts the call's outcomes
 //	   ▼
-//	stream.Batch (internal/engine/stream/engine.go): Begin → SetSource → Stage → Apply → End
+//	stream.Batch (internal/engine/stream/batch.go): Begin → SetSource → Stage → Apply → End
 //	   │  shard.go → table.go, series.go → pane.go; watermark.go, source.go; window.go
+//	   │  (the engine, engine.go, holds the shards; a shard fires its windows in emit.go)
 //	   ├─ late / future / invalid ─► late.go: a copy of the late records, marked, for the signal's
 //	   │  late pipeline (instance.go), or counted
 //	   ▼  W passes a window's end
@@ -32,8 +33,19 @@
 //
 // state.go holds one state per component id: the engine, the metric inputs, the emitter, and with
 // storage the checkpoint (checkpoint.go), which reads and restores the emitter's queue through its
-// methods; config.go, enums.go and validate.go the configuration; telemetry.go the counters'
-// attribute sets; memory.go the memory formula.
+// methods; config.go, enums.go and validate.go the configuration (signal.go what each signal reads,
+// ottl.go the OTTL parsers and their errors); telemetry.go the counters' attribute sets, health.go the
+// component's status; memory.go the memory formula. The operator view's read side: view.go (the
+// component's state as the view extension shows it), explain.go (one series explained), watch.go (the
+// windows a series emitted, kept for the explainer) and aggcounts.go (records by outcome per
+// aggregation).
+//
+// Each file refers only to files named after it in this order (`go run ./scripts/structure -all .`
+// prints it; `make test` fails on a reference that runs back up): explain.go, factory.go, logs.go,
+// metrics.go, spans.go, validate.go, view.go, ingest.go, instance.go, metricreader.go, report.go,
+// state.go, aggcounts.go, checkpoint.go, dedup.go, histograms.go, memory.go, telemetry.go,
+// datapoints.go, reading.go, aggregation.go, config.go, enums.go, signal.go, ottl.go, record.go,
+// streamidentity.go, health.go, inputstreams.go, late.go, watch.go, weight.go.
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //

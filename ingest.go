@@ -414,7 +414,7 @@ func (s *shared) beginRun(ctx context.Context, input int, r *record) *ingestRun 
 func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
 	s, now, err := run.s, run.now, run.sc.ottl.first
 	run.ungate()
-	s.countByAggregation(run.b, run.sc.byAgg, action)
+	countByAggregation(s.byAgg, run.b, run.sc.byAgg, action)
 	run.b.End()
 	s.report(ctx, &run.tl, run.input, action)
 	if len(run.sc.ottl.failures) > 0 {

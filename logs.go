@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"iter"
-	"slices"
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottllog"
@@ -76,19 +75,6 @@ func (rd *logReader) read(lr plog.LogRecord) int64 {
 
 func (rd *logReader) weightSeed() uint64 {
 	return weightSeed(rd.lr.TraceID(), rd.lr.SpanID(), rd.lr.Timestamp(), rd.lr.ObservedTimestamp())
-}
-
-// logKey is the set of the parts of a log record that identify it (dedup.logs.key), a bit per index
-// in logParts.
-type logKey uint16
-
-// logKeyOf returns the set of parts.
-func logKeyOf(parts []LogPart) logKey {
-	var k logKey
-	for _, p := range parts {
-		k |= 1 << slices.Index(logParts, p)
-	}
-	return k
 }
 
 // The indexes of the parts in logParts.
