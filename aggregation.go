@@ -8,6 +8,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // aggregation is one configured aggregation, compiled for the hot path.
@@ -27,9 +28,9 @@ type aggregation struct {
 	conditions []ottlCondition
 	valueExpr  ottlValue
 	// metricNames are where.metric_names, for metrics; input is what it keeps of its input (see
-	// metricInputs)
+	// internal/metricinput)
 	metricNames []string
-	input       *pointInput
+	input       *metricinput.Input
 	// stampsInstance: its output resources carry the outputs' service.instance.id (shared.instance;
 	// it does not group by that key)
 	stampsInstance bool
@@ -228,7 +229,7 @@ func (c *aggregation) delivered() *delivery.Aggregation {
 // one.
 func (c *aggregation) outputUnit() string {
 	if c.input != nil {
-		return c.input.outputUnit()
+		return c.input.OutputUnit()
 	}
 	return c.unit
 }
@@ -237,7 +238,7 @@ func (c *aggregation) outputUnit() string {
 // monotonic sums.
 func (c *aggregation) monotonicSum() bool {
 	if c.input != nil {
-		return c.input.monotonicSum()
+		return c.input.MonotonicSum()
 	}
 	return c.duration
 }

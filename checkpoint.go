@@ -19,12 +19,13 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
 // aggregations it was taken with (see fingerprint), the service.instance.id its results carry, the
 // engine snapshot (watermark, open windows, fired results not yet collected), the metric inputs'
-// streams (see metricInputs.appendTo), the directory of the remembered identities (dedup.Mark; empty
+// streams (see metricinput.Inputs.AppendTo), the directory of the remembered identities (dedup.Mark; empty
 // without dedup), the result batches queued for delivery, and a CRC-32C of all that before it, so
 // that any damage of up to 32 bits in a row, and most other damage, is detected. The identities
 // themselves are parts under keys of their own (idsKey), one a slice of event time, each written when
@@ -55,7 +56,7 @@ type checkpointer struct {
 	logger  *zap.Logger
 	tel     *telemetry
 	engine  *stream.Engine
-	inputs  *metricInputs
+	inputs  *metricinput.Inputs
 	emitter *delivery.Emitter
 	// gate is the ingest gate (shared.gate); dedup the remembered identities, or nil
 	gate  *sync.RWMutex
@@ -202,9 +203,9 @@ func (c *checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
 	// snapshot (which holds them) and the queue (which would then hold them too).
 	in := c.inputs
 	c.gate.Lock()
-	in.mu.Lock()
-	inputs := in.appendTo(nil)
-	in.mu.Unlock()
+	in.Mu.Lock()
+	inputs := in.AppendTo(nil)
+	in.Mu.Unlock()
 	if c.dedup != nil {
 		mark = c.dedup.Mark(c.engine.Watermark()) // which slices changed: their identities are encoded after the gate
 	}
@@ -291,7 +292,7 @@ func (c *checkpointer) decode(ctx context.Context, b []byte) error {
 	if !ok {
 		return errCheckpointCorrupt
 	}
-	restoreInputs, err := c.inputs.decode(streams)
+	restoreInputs, err := c.inputs.Decode(streams)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // What one metric data point is, and what it adds to one aggregation, by the kind of its metric: a
@@ -95,7 +96,7 @@ type dataPoint struct {
 	exp        pmetric.ExponentialHistogramDataPoint
 	// streamKey returns the key of the point's input stream, computed when a cumulative stream first
 	// asks.
-	streamKey func() streamKey
+	streamKey func() metricinput.Key
 }
 
 // histogramFault is why a histogram point is left out of an aggregation's histogram output and
@@ -285,17 +286,17 @@ func increaseOf(dp pmetric.NumberDataPoint) (float64, valueReason) {
 // stop is the outcome of a point that adds nothing whatever its value (a new stream past the limit,
 // a point out of order), else pointAggregated; fresh says the stream is new, and whole that it began
 // while the component watched, so that its first point counts whole.
-func judge(p *dataPoint, a *aggregation, in *metricInputs) (j judged, stop pointOutcome) {
+func judge(p *dataPoint, a *aggregation, in *metricinput.Inputs) (j judged, stop pointOutcome) {
 	j.t, j.start = p.times()
-	j.st, j.fresh = in.stream(a.index, p.streamKey())
+	j.st, j.fresh = in.Stream(a.index, p.streamKey())
 	switch {
 	case j.st == nil:
 		return j, pointStreamLimit
-	case !j.fresh && j.t <= j.st.last:
+	case !j.fresh && j.t <= j.st.Last:
 		return j, pointOutOfOrder
 	}
 	j.prev = *j.st
-	j.whole = j.fresh && j.start != 0 && int64(j.start) >= in.since && int64(j.start) > in.byAgg[a.index].forgottenUpTo
+	j.whole = j.fresh && j.start != 0 && int64(j.start) >= in.Since && int64(j.start) > in.ByAgg[a.index].ForgottenUpTo
 	return j, pointAggregated
 }
 
@@ -303,8 +304,8 @@ func judge(p *dataPoint, a *aggregation, in *metricInputs) (j judged, stop point
 // last point before this one (prev), the point's Timestamp (t) and StartTimestamp (start), whether the
 // stream is new (fresh), and whether it began while the component watched (whole).
 type judged struct {
-	st           *inputStream
-	prev         inputStream
+	st           *metricinput.Stream
+	prev         metricinput.Stream
 	t            int64
 	start        uint64
 	fresh, whole bool
@@ -312,11 +313,11 @@ type judged struct {
 
 // restarted reports whether a point with start comes from a later run of the stream than its last
 // point, prev: both starts are set, and this one is later.
-func restarted(prev *inputStream, start uint64) bool {
-	return start != 0 && prev.start != 0 && start > prev.start
+func restarted(prev *metricinput.Stream, start uint64) bool {
+	return start != 0 && prev.Start != 0 && start > prev.Start
 }
 
-func (pa *pointAdder) addCounter(p *dataPoint, a *aggregation, in *metricInputs) pointAdd {
+func (pa *pointAdder) addCounter(p *dataPoint, a *aggregation, in *metricinput.Inputs) pointAdd {
 	dp := p.num
 	v, why := increaseOf(dp)
 	if why != valueOK {
@@ -326,18 +327,18 @@ func (pa *pointAdder) addCounter(p *dataPoint, a *aggregation, in *metricInputs)
 	if stop != pointAggregated {
 		return pointAdd{outcome: stop}
 	}
-	j.st.last, j.st.start, j.st.value = j.t, j.start, v
+	j.st.Last, j.st.Start, j.st.Value = j.t, j.start, v
 	switch {
 	case j.fresh && !j.whole:
 		return pointAdd{outcome: pointBase}
 	case j.fresh:
 		return valueAdd(v, valueOK)
-	case v < j.prev.value || restarted(&j.prev, j.start):
+	case v < j.prev.Value || restarted(&j.prev, j.start):
 		add := valueAdd(v, valueOK)
 		add.reset = true
 		return add
 	}
-	return valueAdd(v-j.prev.value, valueOK)
+	return valueAdd(v-j.prev.Value, valueOK)
 }
 
 // histogramHead is what a histogram point of either form says of its values as a whole.
@@ -365,8 +366,8 @@ func headOf(count uint64, hasSum bool, sum float64, hasMin bool, lo float64, has
 
 // less returns the head of the values added since prev, the stream's last point: their count and
 // sum, but not their min and max.
-func (h histogramHead) less(prev *inputStream) histogramHead {
-	d := histogramHead{count: h.count - prev.count, sum: h.sum - prev.value, sumWhy: h.sumWhy}
+func (h histogramHead) less(prev *metricinput.Stream) histogramHead {
+	d := histogramHead{count: h.count - prev.Count, sum: h.sum - prev.Value, sumWhy: h.sumWhy}
 	if d.sumWhy == valueOK && (math.IsNaN(d.sum) || math.IsInf(d.sum, 0)) {
 		d.sumWhy = valueNotFinite // the last point had none
 	}

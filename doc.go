@@ -14,7 +14,7 @@
 //	   │  (dedup.go's stage, over internal/dedup: a duplicate goes no further); each aggregation
 //	   │  (aggregation.go) reads the view (reading.go: selection, key and value, as configured or by
 //	   │  OTTL) and weighs it (weight.go); a metric point adds what its kind says (datapoints.go,
-//	   │  histograms.go; its input stream's last point, inputstreams.go, keyed by streamidentity.go);
+//	   │  histograms.go; its input stream's last point, internal/metricinput, keyed by streamidentity.go);
 //	   │  the record is staged at its event time, a histogram point as a distribution; report.go
 //	   │  counts the call's outcomes
 //	   ▼
@@ -45,11 +45,11 @@
 // metrics.go, spans.go, validate.go, view.go, ingest.go, instance.go, metricreader.go, report.go,
 // state.go, aggcounts.go, checkpoint.go, dedup.go, histograms.go, memory.go, telemetry.go,
 // datapoints.go, reading.go, aggregation.go, config.go, enums.go, signal.go, ottl.go, record.go,
-// streamidentity.go, health.go, inputstreams.go, late.go, watch.go, weight.go.
+// streamidentity.go, health.go, late.go, watch.go, weight.go.
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //
-//	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → shared.gate (the ingest gate) → metricInputs.mu →
+//	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → shared.gate (the ingest gate) → metricinput.Inputs.Mu →
 //	the remembered identities' set lock, then a slice's lock (internal/dedup) → delivery.Emitter.sendMu →
 //	delivery.Emitter.healthMu → delivery.Emitter.mu → delivery's sink table → the engine's locks → health.mu
 //

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // What a histogram point adds to an aggregation: to its explicit histogram output the counts of a
@@ -15,7 +16,7 @@ import (
 // last point, bucket by bucket. A point of the other kind, of other bounds, or that breaks the data
 // model adds to count and sum alone, and says why (histogramFault).
 
-func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricInputs) pointAdd {
+func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricinput.Inputs) pointAdd {
 	dp := p.hist
 	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
 	pa.readCounts(dp)
@@ -54,13 +55,13 @@ func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricInput
 		return pointAdd{outcome: stop}
 	}
 	bounds, prev := pa.boundsHash(dp), &j.prev
-	reset := !j.fresh && (h.count < prev.count || bounds != prev.bounds || restarted(prev, j.start) ||
-		own && prev.buckets != nil && !covers(pa.counts, prev.buckets))
+	reset := !j.fresh && (h.count < prev.Count || bounds != prev.Bounds || restarted(prev, j.start) ||
+		own && prev.Buckets != nil && !covers(pa.counts, prev.Buckets))
 	add, done := pa.wholeOrBase(j.fresh, j.whole, reset, h, buckets, nil, fault)
 	if !done {
 		var diff []uint64
-		if own && prev.buckets != nil {
-			pa.diff = subtractCounts(pa.diff[:0], pa.counts, prev.buckets)
+		if own && prev.Buckets != nil {
+			pa.diff = subtractCounts(pa.diff[:0], pa.counts, prev.Buckets)
 			diff = pa.diff
 		}
 		if own && diff == nil && fault == histogramFits {
@@ -69,10 +70,10 @@ func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricInput
 		add = pa.distribution(h.less(prev), diff, nil, fault)
 	}
 	st := j.st
-	st.last, st.start, st.count, st.value, st.bounds = j.t, j.start, h.count, h.sum, bounds
-	st.buckets = nil
+	st.Last, st.Start, st.Count, st.Value, st.Bounds = j.t, j.start, h.count, h.sum, bounds
+	st.Buckets = nil
 	if own {
-		st.buckets = append(prev.buckets[:0], pa.counts...)
+		st.Buckets = append(prev.Buckets[:0], pa.counts...)
 	}
 	return add
 }
@@ -158,7 +159,7 @@ func occupiedWithin(b pmetric.ExponentialHistogramDataPointBuckets, lo, hi int) 
 	return true
 }
 
-func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricInputs) pointAdd {
+func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricinput.Inputs) pointAdd {
 	dp := p.exp
 	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
 	fault := pa.exponentialFault(dp)
@@ -182,13 +183,13 @@ func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricInp
 		return pointAdd{outcome: stop}
 	}
 	prev := &j.prev
-	reset := !j.fresh && (h.count < prev.count || restarted(prev, j.start))
+	reset := !j.fresh && (h.count < prev.Count || restarted(prev, j.start))
 	var inc *sketch.Histogram // the values added since prev
-	if !j.fresh && !reset && cur != nil && prev.hist != nil {
+	if !j.fresh && !reset && cur != nil && prev.Hist != nil {
 		inc = pa.scratchSketch()
 		inc.CopyFrom(cur)
-		inc.Downscale(prev.hist.Scale())
-		reset = !inc.Subtract(prev.hist) // a bucket below its last count
+		inc.Downscale(prev.Hist.Scale())
+		reset = !inc.Subtract(prev.Hist) // a bucket below its last count
 	}
 	add, done := pa.wholeOrBase(j.fresh, j.whole, reset, h, nil, cur, fault)
 	if !done {
@@ -198,14 +199,14 @@ func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricInp
 		add = pa.distribution(h.less(prev), nil, inc, fault)
 	}
 	st := j.st
-	st.last, st.start, st.count, st.value = j.t, j.start, h.count, h.sum
+	st.Last, st.Start, st.Count, st.Value = j.t, j.start, h.count, h.sum
 	switch {
 	case cur == nil:
-		st.hist = nil
-	case st.hist == nil:
-		st.hist = cur.Clone()
+		st.Hist = nil
+	case st.Hist == nil:
+		st.Hist = cur.Clone()
 	default:
-		st.hist.CopyFrom(cur)
+		st.Hist.CopyFrom(cur)
 	}
 	return add
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // outcome is what became of one record of an ingest call, in one encoding for the engine's verdicts,
@@ -212,7 +213,7 @@ type staged struct {
 
 // addPoint works out what the view's metric point adds to aggregation a, by the kind of its metric,
 // changing a's input stream of it, into it, with its key; it returns the outcome, pointAggregated
-// unless the point adds nothing. Under metricInputs.mu.
+// unless the point adds nothing. Under metricinput.Inputs.Mu.
 func (run *ingestRun) addPoint(a *aggregation, it *staged) pointOutcome {
 	pr := run.points
 	pa, p := &pr.adds, &pr.p
@@ -231,7 +232,7 @@ func (run *ingestRun) addPoint(a *aggregation, it *staged) pointOutcome {
 	}
 	pa.count(a, &add)
 	if add.outcome != pointStreamLimit {
-		a.input.learn(pr.m.Unit(), pr.p.kind == pointIncrease || pr.p.kind == pointCounter)
+		a.input.Learn(pr.m.Unit(), pr.p.kind == pointIncrease || pr.p.kind == pointCounter)
 	}
 	if add.outcome != pointAggregated {
 		return add.outcome
@@ -379,7 +380,7 @@ type ingestRun struct {
 	// points is the view of a call of metric points, and in the metric inputs' state; nil: a call of
 	// spans or logs
 	points *metricReader
-	in     *metricInputs
+	in     *metricinput.Inputs
 	// input is the signal of the call's records; dd its dedup stage (off when they are not
 	// deduplicated)
 	input int

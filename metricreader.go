@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // metricReader is the record view of one data point at a time: its attributes, its scope's and its
@@ -30,7 +31,7 @@ type metricReader struct {
 	outer  outerIdentities
 	nameID identity
 	nameOK bool
-	key    streamKey
+	key    metricinput.Key
 	keyOK  bool
 	// kindID hashes what identifies a point besides its stream and times (its metric's type and
 	// unit, how it is taken), once per metric, for dedup
@@ -102,7 +103,7 @@ func (rd *metricReader) point(attrs pcommon.Map, t uint64, noValue bool) int64 {
 }
 
 // streamKey returns the key of the point's input stream.
-func (rd *metricReader) streamKey() streamKey {
+func (rd *metricReader) streamKey() metricinput.Key {
 	if rd.keyOK {
 		return rd.key
 	}

@@ -34,8 +34,8 @@ func ingestMetrics(s *shared, ctx context.Context, md pmetric.Metrics, action la
 	defer rd.release()
 	run := s.beginRun(ctx, inputMetrics, &rd.record)
 	run.points, run.in = rd, in
-	in.mu.Lock()
-	in.sweep(run.b.Watermark(), int64(s.cfg.SeriesExpiration))
+	in.Mu.Lock()
+	in.Sweep(run.b.Watermark(), int64(s.cfg.SeriesExpiration))
 	walkTaken(md, sa, func(rm pmetric.ResourceMetrics) {
 		run.setSource(rm.Resource().Attributes())
 		rd.setResource(rm)
@@ -43,7 +43,7 @@ func ingestMetrics(s *shared, ctx context.Context, md pmetric.Metrics, action la
 		rd.setMetric(m)
 		stagePoints(run, rd, aggs)
 	})
-	in.mu.Unlock()
+	in.Mu.Unlock()
 	run.apply()
 	if action == latePassed && s.cfg.DropAggregatedInput {
 		removeTaken(md, sa, run.sc.state)

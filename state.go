@@ -21,6 +21,7 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // shared is the state of one component id, common to every instance of it in both forms: one engine,
@@ -39,7 +40,7 @@ type shared struct {
 	emitter *delivery.Emitter
 	storage *checkpointer
 	// inputs is what the metrics aggregations keep of their input streams
-	inputs *metricInputs
+	inputs *metricinput.Inputs
 	// dedup holds the identities of the records aggregated (nil: dedup.enabled is false); dedupOf,
 	// by input, the set of the signals whose records are deduplicated, and logKey what identifies a
 	// log record.
@@ -161,9 +162,9 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	for i, a := range s.aggs {
 		points[i] = a.signal.points
 	}
-	s.inputs = newMetricInputs(points, cfg.MaxInputStreams)
+	s.inputs = metricinput.New(points, cfg.MaxInputStreams)
 	for i, a := range s.aggs {
-		a.input = s.inputs.byAgg[i]
+		a.input = s.inputs.ByAgg[i]
 	}
 	t := pmetric.AggregationTemporalityDelta
 	if cfg.Temporality == temporalityCumulative {
@@ -214,7 +215,7 @@ func (s *shared) observe() error {
 			}
 			o.ObserveInt64(t.WindowAggregatorOverflowSeries, ov, set)
 			if a.signal.points {
-				o.ObserveInt64(t.WindowAggregatorInputStreams, int64(s.inputs.streams(i)), set)
+				o.ObserveInt64(t.WindowAggregatorInputStreams, int64(s.inputs.Held(i)), set)
 			}
 		}
 		if st.Watermark != stream.NoWatermark {
@@ -270,7 +271,7 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	}
 	s.started = true
 	s.mu.Unlock()
-	s.inputs.since = s.engine.Now() // unless the checkpoint restored says since when
+	s.inputs.Since = s.engine.Now() // unless the checkpoint restored says since when
 	logMemoryEstimate(s.logger, s.cfg, s.aggs)
 	if s.storage != nil {
 		if err := s.storage.start(ctx, host); err != nil {

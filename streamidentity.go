@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
 
@@ -101,13 +102,13 @@ func (h *identityHasher) hashScope(name, version string, attrs pcommon.Map) iden
 }
 
 // key returns the key of the stream made of parts: resource, scope, metric name, point attributes.
-func (h *identityHasher) key(parts ...identity) streamKey {
+func (h *identityHasher) key(parts ...identity) metricinput.Key {
 	h.begin()
 	for _, p := range parts {
 		h.buf = binary.LittleEndian.AppendUint64(h.buf, p[0])
 		h.buf = binary.LittleEndian.AppendUint64(h.buf, p[1])
 	}
-	return streamKey(h.sum())
+	return metricinput.Key(h.sum())
 }
 
 // outerIdentities are the identities of the resource and the scope of the records being read, each

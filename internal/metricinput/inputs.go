@@ -1,4 +1,8 @@
-package windowaggregator
+// Package metricinput is what the metrics aggregations keep of their inputs: the last point of each
+// cumulative input stream, which the next point's increase is measured from, and the unit and kinds
+// of point each aggregation has taken. It knows nothing of the collector: the component computes a
+// stream's key and judges its points; this package keeps, bounds, forgets and checkpoints them.
+package metricinput
 
 import (
 	"encoding/binary"
@@ -18,27 +22,27 @@ import (
 // point. The tables and what the aggregations learned of their inputs (unit, kind) are part of the
 // checkpoint.
 
-// streamKey identifies an input stream: two independent 64-bit hashes of its identity.
-type streamKey [2]uint64
+// Key identifies an input stream: two independent 64-bit hashes of its identity.
+type Key [2]uint64
 
-// inputStream is the last point of a cumulative stream.
-type inputStream struct {
-	last    int64    // its Timestamp
-	start   uint64   // its StartTimestamp
-	value   float64  // a monotonic sum's value; a histogram's sum
-	count   uint64   // a histogram's count
-	bounds  uint64   // an explicit histogram's bounds, hashed (see hashBounds)
-	buckets []uint64 // an explicit histogram's bucket counts, for an aggregation with explicit buckets
-	// hist is an exponential histogram, for an aggregation that keeps a sketch
-	hist *sketch.Histogram
+// Stream is the last point of a cumulative stream.
+type Stream struct {
+	Last    int64    // its Timestamp
+	Start   uint64   // its StartTimestamp
+	Value   float64  // a monotonic sum's value; a histogram's sum
+	Count   uint64   // a histogram's count
+	Bounds  uint64   // an explicit histogram's bounds, hashed
+	Buckets []uint64 // an explicit histogram's bucket counts, for an aggregation with explicit buckets
+	// Hist is an exponential histogram, for an aggregation that keeps a sketch
+	Hist *sketch.Histogram
 }
 
-// pointInput is what one metrics aggregation keeps of its input.
-type pointInput struct {
-	streams map[streamKey]*inputStream
-	// forgottenUpTo is the latest Timestamp of a stream forgotten for want of points: a stream that
+// Input is what one metrics aggregation keeps of its input.
+type Input struct {
+	Streams map[Key]*Stream
+	// ForgottenUpTo is the latest Timestamp of a stream forgotten for want of points: a stream that
 	// started at or before it may be one of them, and its first point only sets its base.
-	forgottenUpTo int64
+	ForgottenUpTo int64
 	// unit is the unit of the first metric it took a point of: its outputs' unit; kinds are the
 	// kinds of point it took (see kindBits). Both are written under metricInputs.mu and read by
 	// the emitter.
@@ -53,8 +57,8 @@ const (
 	tookOther
 )
 
-// learn records the unit and kind of a point taken.
-func (p *pointInput) learn(unit string, monotonic bool) {
+// Learn records the unit and kind of a point taken.
+func (p *Input) Learn(unit string, monotonic bool) {
 	if p.unit.Load() == nil {
 		p.setUnit(unit)
 	}
@@ -69,122 +73,122 @@ func (p *pointInput) learn(unit string, monotonic bool) {
 
 // setUnit stores the unit; apart from learn, so that learn's argument is not moved to the heap at
 // every point.
-func (p *pointInput) setUnit(u string) { p.unit.Store(&u) }
+func (p *Input) setUnit(u string) { p.unit.Store(&u) }
 
-// outputUnit returns the unit of the aggregation's value outputs: its input's, "" before any.
-func (p *pointInput) outputUnit() string {
+// OutputUnit returns the unit of the aggregation's value outputs: its input's, "" before any.
+func (p *Input) OutputUnit() string {
 	if u := p.unit.Load(); u != nil {
 		return *u
 	}
 	return ""
 }
 
-// monotonicSum reports whether the sum output is monotonic: every point taken so far was an
+// MonotonicSum reports whether the sum output is monotonic: every point taken so far was an
 // increase of a monotonic sum.
-func (p *pointInput) monotonicSum() bool { return p.kinds.Load() == tookMonotonic }
+func (p *Input) MonotonicSum() bool { return p.kinds.Load() == tookMonotonic }
 
-// metricInputs is the input state of every metrics aggregation of a component.
-type metricInputs struct {
-	// mu guards the tables while a call reads and updates them.
-	mu sync.Mutex
-	// since is when the component began watching its inputs: its first start, kept by checkpoints.
-	// A stream that started since then has been watched from its start, and its first point counts
+// Inputs is the input state of every metrics aggregation of a component.
+type Inputs struct {
+	// Mu guards the tables while a call reads and updates them.
+	Mu sync.Mutex
+	// Since is when the component began watching its inputs: its first start, kept by checkpoints.
+	// A stream that started Since then has been watched from its start, and its first point counts
 	// whole.
-	since      int64
-	byAgg      []*pointInput // by aggregation index; nil for spans and logs
+	Since      int64
+	ByAgg      []*Input // by aggregation index; nil for spans and logs
 	maxStreams int
 	// nextSweep is the watermark at which the tables are next swept of forgotten streams.
 	nextSweep int64
 }
 
-// newMetricInputs makes the input state of the aggregations whose points are marked: those of metrics.
-func newMetricInputs(points []bool, maxStreams int) *metricInputs {
-	in := &metricInputs{byAgg: make([]*pointInput, len(points)), maxStreams: maxStreams, nextSweep: math.MinInt64}
+// New makes the input state of the aggregations whose points are marked: those of metrics.
+func New(points []bool, maxStreams int) *Inputs {
+	in := &Inputs{ByAgg: make([]*Input, len(points)), maxStreams: maxStreams, nextSweep: math.MinInt64}
 	for i, p := range points {
 		if p {
-			in.byAgg[i] = &pointInput{streams: map[streamKey]*inputStream{}}
+			in.ByAgg[i] = &Input{Streams: map[Key]*Stream{}}
 		}
 	}
 	return in
 }
 
-// stream returns aggregation agg's stream k, and whether it is new; nil when it is new and the table
+// Stream returns aggregation agg's Stream k, and whether it is new; nil when it is new and the table
 // holds max_input_streams. Under mu.
-func (in *metricInputs) stream(agg int, k streamKey) (st *inputStream, fresh bool) {
-	t := in.byAgg[agg].streams
+func (in *Inputs) Stream(agg int, k Key) (st *Stream, fresh bool) {
+	t := in.ByAgg[agg].Streams
 	if st = t[k]; st != nil {
 		return st, false
 	}
 	if len(t) >= in.maxStreams {
 		return nil, true
 	}
-	st = &inputStream{}
+	st = &Stream{}
 	t[k] = st
 	return st, true
 }
 
-// sweep forgets, once the watermark w has moved on by an eighth of expiration since the last sweep,
+// Sweep forgets, once the watermark w has moved on by an eighth of expiration since the last Sweep,
 // the streams whose last point is more than expiration behind w. Under mu.
-func (in *metricInputs) sweep(w, expiration int64) {
+func (in *Inputs) Sweep(w, expiration int64) {
 	if w == stream.NoWatermark || w < in.nextSweep {
 		return
 	}
 	in.nextSweep = w + max(expiration/8, 1)
 	horizon := w - expiration
-	for _, p := range in.byAgg {
+	for _, p := range in.ByAgg {
 		if p == nil {
 			continue
 		}
-		for k, st := range p.streams {
-			if st.last < horizon {
-				p.forgottenUpTo = max(p.forgottenUpTo, st.last)
-				delete(p.streams, k)
+		for k, st := range p.Streams {
+			if st.Last < horizon {
+				p.ForgottenUpTo = max(p.ForgottenUpTo, st.Last)
+				delete(p.Streams, k)
 			}
 		}
 	}
 }
 
-// streams returns the number of input streams aggregation agg holds.
-func (in *metricInputs) streams(agg int) int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return len(in.byAgg[agg].streams)
+// Held returns the number of input Held aggregation agg holds.
+func (in *Inputs) Held(agg int) int {
+	in.Mu.Lock()
+	defer in.Mu.Unlock()
+	return len(in.ByAgg[agg].Streams)
 }
 
 // The checkpoint's part for the metric inputs: since, then per metrics aggregation (in the order of
 // the aggregations) its unit, kinds, forgottenUpTo and streams.
 
-// appendTo appends the input state to b. Under gate (write) and mu.
-func (in *metricInputs) appendTo(b []byte) []byte {
-	b = binary.AppendVarint(b, in.since)
-	for _, p := range in.byAgg {
+// AppendTo appends the input state to b. Under gate (write) and mu.
+func (in *Inputs) AppendTo(b []byte) []byte {
+	b = binary.AppendVarint(b, in.Since)
+	for _, p := range in.ByAgg {
 		if p == nil {
 			continue
 		}
-		u := p.outputUnit()
+		u := p.OutputUnit()
 		b = binary.AppendUvarint(b, uint64(len(u)))
 		b = append(b, u...)
 		b = binary.AppendUvarint(b, uint64(p.kinds.Load()))
-		b = binary.AppendVarint(b, p.forgottenUpTo)
-		b = binary.AppendUvarint(b, uint64(len(p.streams)))
-		for k, st := range p.streams {
+		b = binary.AppendVarint(b, p.ForgottenUpTo)
+		b = binary.AppendUvarint(b, uint64(len(p.Streams)))
+		for k, st := range p.Streams {
 			b = binary.LittleEndian.AppendUint64(b, k[0])
 			b = binary.LittleEndian.AppendUint64(b, k[1])
-			b = binary.AppendVarint(b, st.last)
-			b = binary.AppendUvarint(b, st.start)
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.value))
-			b = binary.AppendUvarint(b, st.count)
-			b = binary.LittleEndian.AppendUint64(b, st.bounds)
-			b = binary.AppendUvarint(b, uint64(len(st.buckets)))
-			for _, c := range st.buckets {
+			b = binary.AppendVarint(b, st.Last)
+			b = binary.AppendUvarint(b, st.Start)
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(st.Value))
+			b = binary.AppendUvarint(b, st.Count)
+			b = binary.LittleEndian.AppendUint64(b, st.Bounds)
+			b = binary.AppendUvarint(b, uint64(len(st.Buckets)))
+			for _, c := range st.Buckets {
 				b = binary.AppendUvarint(b, c)
 			}
-			if st.hist == nil {
+			if st.Hist == nil {
 				b = append(b, 0)
 				continue
 			}
 			b = append(b, 1)
-			b = st.hist.AppendBinary(b)
+			b = st.Hist.AppendBinary(b)
 		}
 	}
 	return b
@@ -233,9 +237,9 @@ func (d *inputsDecoder) count(minBytes int) int {
 	return int(n)
 }
 
-// decode reads what appendTo wrote into b, and returns what puts it in place of the input state (so
+// Decode reads what appendTo wrote into b, and returns what puts it in place of the input state (so
 // that a checkpoint is restored whole or not at all).
-func (in *metricInputs) decode(b []byte) (restore func(), err error) {
+func (in *Inputs) Decode(b []byte) (restore func(), err error) {
 	d := &inputsDecoder{b: b}
 	since := d.varint()
 	type restored struct {
@@ -243,10 +247,10 @@ func (in *metricInputs) decode(b []byte) (restore func(), err error) {
 		hasUnit       bool
 		kinds         uint32
 		forgottenUpTo int64
-		streams       map[streamKey]*inputStream
+		streams       map[Key]*Stream
 	}
 	var all []restored
-	for _, p := range in.byAgg {
+	for _, p := range in.ByAgg {
 		if p == nil {
 			continue
 		}
@@ -260,17 +264,17 @@ func (in *metricInputs) decode(b []byte) (restore func(), err error) {
 		r.kinds = uint32(d.uvarint())
 		r.forgottenUpTo = d.varint()
 		ns := d.count(16)
-		r.streams = make(map[streamKey]*inputStream, ns)
+		r.streams = make(map[Key]*Stream, ns)
 		for range ns {
 			if d.err != nil {
 				return nil, d.err
 			}
-			k := streamKey{d.fixed(), d.fixed()}
-			st := &inputStream{last: d.varint(), start: d.uvarint(), value: math.Float64frombits(d.fixed()), count: d.uvarint(), bounds: d.fixed()}
+			k := Key{d.fixed(), d.fixed()}
+			st := &Stream{Last: d.varint(), Start: d.uvarint(), Value: math.Float64frombits(d.fixed()), Count: d.uvarint(), Bounds: d.fixed()}
 			if nb := d.count(1); nb > 0 {
-				st.buckets = make([]uint64, nb)
-				for i := range st.buckets {
-					st.buckets[i] = d.uvarint()
+				st.Buckets = make([]uint64, nb)
+				for i := range st.Buckets {
+					st.Buckets[i] = d.uvarint()
 				}
 			}
 			if d.err != nil || len(d.b) == 0 {
@@ -281,8 +285,8 @@ func (in *metricInputs) decode(b []byte) (restore func(), err error) {
 			switch hasHist {
 			case 0:
 			case 1:
-				st.hist = new(sketch.Histogram)
-				n, err := st.hist.UnmarshalBinary(d.b)
+				st.Hist = new(sketch.Histogram)
+				n, err := st.Hist.UnmarshalBinary(d.b)
 				if err != nil {
 					return nil, errors.Join(errInputsCorrupt, err)
 				}
@@ -298,17 +302,17 @@ func (in *metricInputs) decode(b []byte) (restore func(), err error) {
 		return nil, errInputsCorrupt
 	}
 	return func() {
-		in.mu.Lock()
-		defer in.mu.Unlock()
-		in.since = since
+		in.Mu.Lock()
+		defer in.Mu.Unlock()
+		in.Since = since
 		i := 0
-		for _, p := range in.byAgg {
+		for _, p := range in.ByAgg {
 			if p == nil {
 				continue
 			}
 			r := all[i]
 			i++
-			p.streams, p.forgottenUpTo = r.streams, r.forgottenUpTo
+			p.Streams, p.ForgottenUpTo = r.streams, r.forgottenUpTo
 			if r.hasUnit {
 				p.unit.Store(&r.unit)
 			}
