@@ -35,10 +35,10 @@
 // storage the checkpoint (checkpoint.go), which reads and restores the emitter's queue through its
 // methods; config.go, enums.go and validate.go the configuration (signal.go what each signal reads,
 // ottl.go the OTTL parsers and their errors); telemetry.go the counters' attribute sets, health.go the
-// component's status; memory.go the memory formula. The operator view's read side: view.go (the
-// component's state as the view extension shows it), explain.go (one series explained), watch.go (the
-// windows a series emitted, kept for the explainer) and aggcounts.go (records by outcome per
-// aggregation).
+// component's status; memory.go the memory formula. The operator view's read side: the component is an
+// internal/view Source (view.go: its state as the window_aggregator_view extension shows it;
+// explain.go: one series explained; watch.go: the windows a series emitted, kept for the explainer;
+// aggcounts.go: records by outcome per aggregation), registered there when it starts.
 //
 // Each file refers only to files named after it in this order (`go run ./scripts/structure -all .`
 // prints it; `make test` fails on a reference that runs back up): explain.go, factory.go, logs.go,
@@ -53,7 +53,7 @@
 //	the remembered identities' set lock, then a slice's lock (internal/dedup) → delivery.Emitter.sendMu →
 //	delivery.Emitter.healthMu → delivery.Emitter.mu → delivery's sink table → the engine's locks → health.mu
 //
-// and, taken alone, the OTTL error log's and the OTTL parsers' locks; seriesWatch.mu (the series the
+// and, taken alone, the OTTL error log's and the OTTL parsers' locks and internal/view's registry lock; seriesWatch.mu (the series the
 // view's explainer keeps) is taken last, under the emitter's and the engine's, and takes none. health.mu is held while the
 // component's status is reported to the collector, which calls nothing of the component. A collection, whole under
 // collectMu, takes the emitter's lock, then releases it before it asks for a checkpoint, which takes

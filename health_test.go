@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/view"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -144,16 +145,16 @@ func TestHealthFollowsCheckpoints(t *testing.T) {
 }
 
 // viewOf is the operator's view of the test's component id.
-func viewOf(t *testing.T) ComponentView {
+func viewOf(t *testing.T) view.ComponentView {
 	t.Helper()
 	id := lookup(t).id.String()
-	for _, v := range Views(10) {
+	for _, v := range view.Views(10) {
 		if v.ID == id {
 			return v
 		}
 	}
 	t.Fatalf("%s is not in the view", id)
-	return ComponentView{}
+	return view.ComponentView{}
 }
 
 // drain returns the statuses reported so far.

@@ -22,6 +22,7 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
+	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
 // shared is the state of one component id, common to every instance of it in both forms: one engine,
@@ -271,6 +272,7 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	}
 	s.started = true
 	s.mu.Unlock()
+	view.Register(s)
 	s.inputs.Since = s.engine.Now() // unless the checkpoint restored says since when
 	logMemoryEstimate(s.logger, s.cfg, s.aggs)
 	if s.storage != nil {
@@ -412,6 +414,7 @@ func (s *shared) release(ctx context.Context) error {
 	if !last {
 		return nil
 	}
+	view.Unregister(s)
 	var err error
 	if stop != nil {
 		close(stop)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/view"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -32,7 +33,7 @@ func TestViewCountsRecordsByAggregation(t *testing.T) {
 	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 1, id: 1, kind: ptrace.SpanKindServer}, spanSpec{service: "a", end: 16, ms: 1, id: 3, kind: ptrace.SpanKindClient}))
 	h.sendTraces(traces(spanSpec{service: "a", end: 3, ms: 1, id: 4, kind: ptrace.SpanKindServer}))
 	got := viewOf(t).Aggregations
-	want := []RecordCounts{{OnTime: 3, LateRouted: 1, Duplicate: 1}, {OnTime: 1, LateRouted: 1, Unmatched: 2}}
+	want := []view.RecordCounts{{OnTime: 3, LateRouted: 1, Duplicate: 1}, {OnTime: 1, LateRouted: 1, Unmatched: 2}}
 	if len(got) != 2 {
 		t.Fatalf("aggregations %+v", got)
 	}
@@ -42,8 +43,8 @@ func TestViewCountsRecordsByAggregation(t *testing.T) {
 		}
 	}
 	// The history's reading has the same counts, and W 16 s, 1000 s - 16 s behind the fake clock.
-	var sample *ComponentSample
-	for _, s := range Samples() {
+	var sample *view.ComponentSample
+	for _, s := range view.Samples() {
 		if s.ID == lookup(t).id.String() {
 			sample = &s
 		}
@@ -71,19 +72,19 @@ func TestExplainKeepsTheLastValues(t *testing.T) {
 	h := newConnectorHarness(t, cfg, false)
 	id := lookup(t).id.String()
 	a := map[string]string{"service.name": "a"}
-	ex, err := Explain(id, "lat", a)
+	ex, err := view.Explain(id, "lat", a)
 	if err != nil || ex.Found || len(ex.LastValues) != 0 || ex.LastValuesSince != nil || !strings.HasPrefix(ex.Why, "not seen") {
 		t.Fatalf("before any record: %+v %v", ex, err)
 	}
 	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 5, id: 1}, spanSpec{service: "a", end: 2, ms: 7, id: 2}, spanSpec{service: "b", end: 3, ms: 100, id: 3}))
-	ex, err = Explain(id, "lat", a)
+	ex, err = view.Explain(id, "lat", a)
 	at := func(s float64) time.Time { return time.Unix(0, int64(s*1e9)).UTC() }
 	if err != nil || !ex.Found || len(ex.Windows) != 1 || ex.Windows[0].Records != 2 || ex.Windows[0].Sum != 12 || len(ex.LastValues) != 0 ||
 		ex.LastValuesSince == nil {
 		t.Fatalf("[0,10) open: %+v %v", ex, err)
 	}
 	h.sendTraces(traces(spanSpec{service: "a", end: 12, ms: 1, id: 4}))
-	ex, err = Explain(id, "lat", a)
+	ex, err = view.Explain(id, "lat", a)
 	if err != nil || !ex.Found || len(ex.Windows) != 1 || !ex.Windows[0].End.Equal(at(20)) || ex.Windows[0].Records != 1 || len(ex.LastValues) != 1 {
 		t.Fatalf("after [0,10) fired: %+v %v", ex, err)
 	}
@@ -93,14 +94,14 @@ func TestExplainKeepsTheLastValues(t *testing.T) {
 		t.Errorf("[0,10) of a: %+v", first)
 	}
 	h.sendTraces(traces(spanSpec{service: "c", end: 25, ms: 4, id: 5}))
-	ex, err = Explain(id, "lat", a)
+	ex, err = view.Explain(id, "lat", a)
 	if err != nil || ex.Found || len(ex.Windows) != 0 || len(ex.LastValues) != 2 || !strings.HasPrefix(ex.Why, "fired") {
 		t.Fatalf("after [10,20) fired: %+v %v", ex, err)
 	}
 	if second := ex.LastValues[1]; !second.End.Equal(at(20)) || second.Records != 1 || second.Sum != 1 || *second.Max != 1 {
 		t.Errorf("[10,20) of a: %+v", second)
 	}
-	if _, err := Explain(id, "lat", map[string]string{"route": "x"}); err == nil {
+	if _, err := view.Explain(id, "lat", map[string]string{"route": "x"}); err == nil {
 		t.Error("a key the aggregation does not group by is not refused")
 	}
 }
@@ -133,7 +134,7 @@ func TestViewAgreesWithSelfTelemetry(t *testing.T) {
 
 	v := viewOf(t)
 	a := v.Aggregations[0]
-	want := RecordCounts{OnTime: 4, LateAccepted: 1, LateRouted: 1, Duplicate: 1, Unmatched: 1}
+	want := view.RecordCounts{OnTime: 4, LateAccepted: 1, LateRouted: 1, Duplicate: 1, Unmatched: 1}
 	if a.Records != want || a.Series != 1 || v.WatermarkLagSeconds == nil || *v.WatermarkLagSeconds != 979 {
 		t.Errorf("view: records %+v, series %d, lag %v; want %+v, 1, 979 s", a.Records, a.Series, v.WatermarkLagSeconds, want)
 	}

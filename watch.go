@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
 // The last values of the series an operator asks about in the view's explainer. The component keeps
@@ -20,19 +21,6 @@ const (
 	watchedWindows = 12
 	watchFor       = 10 * time.Minute
 )
-
-// EmittedWindow is a window of a series as it was emitted: its records and sum, with its late
-// firings added, and the whole window's average, minimum and maximum (null without a finite value).
-type EmittedWindow struct {
-	Start       time.Time `json:"start"`
-	End         time.Time `json:"end"`
-	Records     uint64    `json:"records"`
-	Sum         float64   `json:"sum"`
-	Avg         *float64  `json:"avg"`
-	Min         *float64  `json:"min"`
-	Max         *float64  `json:"max"`
-	LateFirings int       `json:"late_firings"` // firings after the first, each with the late records it took
-}
 
 // seriesWatch holds the series asked about.
 type seriesWatch struct {
@@ -47,7 +35,7 @@ type watchedSeries struct {
 	key    string    // the series key
 	since  time.Time // when it was first asked about
 	asked  time.Time // when it was last asked about
-	last   []EmittedWindow
+	last   []view.EmittedWindow
 }
 
 // ask says at wall time now that series values of aggregation agg, whose key is key, is wanted, and
@@ -55,7 +43,7 @@ type watchedSeries struct {
 // while it is held (found), so that its key is known and a result is matched by comparing keys.
 // Series not asked about for watchFor are forgotten; past maxWatched the one asked about longest ago
 // gives way.
-func (w *seriesWatch) ask(agg int, values map[string]string, key string, found bool, now time.Time) (last []EmittedWindow, since *time.Time) {
+func (w *seriesWatch) ask(agg int, values map[string]string, key string, found bool, now time.Time) (last []view.EmittedWindow, since *time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.forget(now)
@@ -121,16 +109,16 @@ func (w *seriesWatch) observe(r *stream.Result) {
 // end, which is a window's own for a given size.
 func (ws *watchedSeries) add(r *stream.Result) {
 	end := time.Unix(0, r.End).UTC()
-	i, kept := slices.BinarySearchFunc(ws.last, end, func(e EmittedWindow, t time.Time) int { return e.End.Compare(t) })
+	i, kept := slices.BinarySearchFunc(ws.last, end, func(e view.EmittedWindow, t time.Time) int { return e.End.Compare(t) })
 	switch {
 	case kept:
 		ws.last[i].LateFirings++
 	case len(ws.last) < watchedWindows:
-		ws.last = slices.Insert(ws.last, i, EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
+		ws.last = slices.Insert(ws.last, i, view.EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
 	case i == 0:
 		return // older than every window kept
 	default:
-		ws.last = slices.Insert(slices.Delete(ws.last, 0, 1), i-1, EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
+		ws.last = slices.Insert(slices.Delete(ws.last, 0, 1), i-1, view.EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
 		i--
 	}
 	e := &ws.last[i]

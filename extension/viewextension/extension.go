@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
-	"github.com/windowaggregator/windowaggregator"
+	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
 // maxValueBytes is the longest group_by value the explainer is asked about: a series key's values
@@ -118,13 +118,13 @@ func handler(h *history) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(windowaggregator.Views(top))
+		_ = json.NewEncoder(w).Encode(view.Views(top))
 	}))
 	mux.HandleFunc("/api/v1/series", readOnly(func(w http.ResponseWriter, r *http.Request) {
 		id, agg, values, err := seriesOf(r)
 		if err == nil {
-			var ex windowaggregator.SeriesExplanation
-			if ex, err = windowaggregator.Explain(id, agg, values); err == nil {
+			var ex view.SeriesExplanation
+			if ex, err = view.Explain(id, agg, values); err == nil {
 				w.Header().Set("Content-Type", "application/json")
 				_ = json.NewEncoder(w).Encode(ex)
 				return

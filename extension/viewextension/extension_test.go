@@ -23,6 +23,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator"
 	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
+	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
 // startView starts the extension on a free loopback port and returns its base URL.
@@ -142,7 +143,7 @@ func TestComponentsAsJSON(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET: %d %s", code, body)
 	}
-	var got []windowaggregator.ComponentView
+	var got []view.ComponentView
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
@@ -164,7 +165,7 @@ func TestComponentsAsJSON(t *testing.T) {
 	}
 	a := v.Aggregations[0]
 	if a.Name != "lat" || a.Signal != "spans" || a.Series != 1 || a.MaxSeries != cfg.MaxSeries ||
-		a.Records != (windowaggregator.RecordCounts{OnTime: 2, LateAccepted: 1, LateDropped: 1}) {
+		a.Records != (view.RecordCounts{OnTime: 2, LateAccepted: 1, LateDropped: 1}) {
 		t.Errorf("aggregation %+v", a)
 	}
 	// The last window W has closed is [1010,1020): service a's one record there, c's late update.
@@ -189,13 +190,13 @@ func TestComponentsAsJSON(t *testing.T) {
 	// The explainer: service a's windows, [1010,1020) (c's late update, 1 record) and [1020,1030)
 	// (ab's 1022, 1 record); a service nobody sent is not seen.
 	code, body = get(t, http.MethodGet, base+"/api/v1/series?component="+url.QueryEscape(v.ID)+"&aggregation=lat&key.service.name=a")
-	var ex windowaggregator.SeriesExplanation
+	var ex view.SeriesExplanation
 	if err := json.Unmarshal([]byte(body), &ex); code != http.StatusOK || err != nil || !ex.Found || len(ex.Windows) != 2 ||
 		!ex.Windows[0].End.Equal(at(1020)) || ex.Windows[0].Records != 1 || !ex.Windows[1].End.Equal(at(1030)) || ex.Windows[1].Records != 1 {
 		t.Errorf("explain service a: %d %v %s", code, err, body)
 	}
 	code, body = get(t, http.MethodGet, base+"/api/v1/series?component="+url.QueryEscape(v.ID)+"&aggregation=lat&key.service.name=zz")
-	ex = windowaggregator.SeriesExplanation{}
+	ex = view.SeriesExplanation{}
 	if err := json.Unmarshal([]byte(body), &ex); code != http.StatusOK || err != nil || ex.Found || !strings.HasPrefix(ex.Why, "not seen") ||
 		ex.Records == nil || ex.Records.OnTime != 2 {
 		t.Errorf("explain service zz: %d %v %s", code, err, body)
@@ -297,7 +298,7 @@ func TestResponsesAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, body := get(t, http.MethodGet, base+"/api/v1/components")
-	var got []windowaggregator.ComponentView
+	var got []view.ComponentView
 	if err := json.Unmarshal([]byte(body), &got); code != http.StatusOK || err != nil || len(got) != 1 || len(got[0].Aggregations) != 1 {
 		t.Fatalf("GET: %d %v", code, err)
 	}

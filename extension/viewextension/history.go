@@ -6,11 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator"
+	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
 // The history the page's charts draw: the extension reads every component id each sampleEvery
-// (windowaggregator.Samples, a copy of a few figures) and keeps the last historyLength readings of
+// (view.Samples, a copy of a few figures) and keeps the last historyLength readings of
 // each, so that a page opened now shows the last minutes, not only what it has polled since.
 const (
 	sampleEvery   = time.Second
@@ -19,8 +19,8 @@ const (
 
 // ComponentHistory is one component id's readings, earliest first (GET /api/v1/history).
 type ComponentHistory struct {
-	ID      string                             `json:"id"`
-	Samples []windowaggregator.ComponentSample `json:"samples"`
+	ID      string                 `json:"id"`
+	Samples []view.ComponentSample `json:"samples"`
 }
 
 // history holds the readings by component id; an id that is no longer running is dropped once it
@@ -31,14 +31,14 @@ type history struct {
 }
 
 type componentReadings struct {
-	samples []windowaggregator.ComponentSample
+	samples []view.ComponentSample
 	absent  int // readings since it was last seen
 }
 
 func newHistory() *history { return &history{byID: map[string]*componentReadings{}} }
 
 // add takes one reading of every running component id.
-func (h *history) add(samples []windowaggregator.ComponentSample) {
+func (h *history) add(samples []view.ComponentSample) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	seen := make(map[string]bool, len(samples))
@@ -81,13 +81,13 @@ func (h *history) read() []ComponentHistory {
 
 // sample reads the components every tick until stop is closed.
 func (h *history) sample(tick <-chan time.Time, stop <-chan struct{}) {
-	h.add(windowaggregator.Samples())
+	h.add(view.Samples())
 	for {
 		select {
 		case <-stop:
 			return
 		case <-tick:
-			h.add(windowaggregator.Samples())
+			h.add(view.Samples())
 		}
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator"
+	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
 // The history, fed readings by hand: at most historyLength per component id, earliest first; a
@@ -16,11 +16,11 @@ import (
 func TestHistory(t *testing.T) {
 	h := newHistory()
 	at := func(i int) time.Time { return time.Unix(int64(1000+i), 0).UTC() }
-	reading := func(id string, i, aggs int) windowaggregator.ComponentSample {
-		return windowaggregator.ComponentSample{ID: id, WallClock: at(i), Records: make([]windowaggregator.RecordCounts, aggs)}
+	reading := func(id string, i, aggs int) view.ComponentSample {
+		return view.ComponentSample{ID: id, WallClock: at(i), Records: make([]view.RecordCounts, aggs)}
 	}
 	for i := range historyLength + 5 {
-		batch := []windowaggregator.ComponentSample{reading("a", i, 1)}
+		batch := []view.ComponentSample{reading("a", i, 1)}
 		if i < 10 { // then absent for historyLength-5 readings
 			batch = append(batch, reading("b", i, 2))
 		}
@@ -32,12 +32,12 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("history of %d ids, a's %d readings", len(got), len(got[0].Samples))
 	}
 	for i := range 5 {
-		h.add([]windowaggregator.ComponentSample{reading("a", historyLength+5+i, 1)})
+		h.add([]view.ComponentSample{reading("a", historyLength+5+i, 1)})
 	}
 	if got := h.read(); len(got) != 1 || got[0].ID != "a" {
 		t.Fatalf("b absent for %d readings is still held: %d ids", historyLength, len(got))
 	}
-	h.add([]windowaggregator.ComponentSample{reading("a", 2*historyLength+3, 2)})
+	h.add([]view.ComponentSample{reading("a", 2*historyLength+3, 2)})
 	got = h.read()
 	if len(got[0].Samples) != 1 || len(got[0].Samples[0].Records) != 2 {
 		t.Errorf("a with two aggregations kept %d readings of the one before", len(got[0].Samples)-1)

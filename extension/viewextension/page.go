@@ -4,7 +4,7 @@ import (
 	"html/template"
 	"net/http"
 
-	"github.com/windowaggregator/windowaggregator"
+	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
 // The page for a person (GET /): as served it holds the figures in tables, so that it reads without
@@ -31,9 +31,9 @@ func servePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
 	_ = page.Execute(w, struct {
-		Components []windowaggregator.ComponentView
+		Components []view.ComponentView
 		Top        int
-	}{windowaggregator.Views(defaultTop), defaultTop})
+	}{view.Views(defaultTop), defaultTop})
 }
 
 const pageHTML = `<!doctype html>

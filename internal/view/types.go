@@ -1,0 +1,138 @@
+package view
+
+import "time"
+
+// ComponentView is one component id as an operator reads it (GET /api/v1/components).
+type ComponentView struct {
+	ID                  string            `json:"id"`
+	Watermark           *time.Time        `json:"watermark"` // null before any record
+	WallClock           time.Time         `json:"wall_clock"`
+	WatermarkLagSeconds *float64          `json:"watermark_lag_seconds"`
+	HeldBy              string            `json:"held_by"`
+	Sources             []SourceView      `json:"sources"`       // null without watermark.per_source
+	SourcesTotal        int               `json:"sources_total"` // sources held; Sources lists at most the view's top
+	Aggregations        []AggregationView `json:"aggregations"`
+	Checkpoint          *CheckpointView   `json:"checkpoint"` // null without storage
+	Emission            EmissionView      `json:"emission"`
+}
+
+// SourceView is one source of the watermark with per-source tracking.
+type SourceView struct {
+	Source    map[string]string `json:"source"` // its watermark.per_source values; null for the shared source
+	Shared    bool              `json:"shared"`
+	Watermark *time.Time        `json:"watermark"`
+	LastSeen  time.Time         `json:"last_seen"`
+	Idle      bool              `json:"idle"`
+	HoldsBack bool              `json:"holds_back"`
+}
+
+// AggregationView is one aggregation: its series, its open windows and its records by outcome.
+type AggregationView struct {
+	Name        string       `json:"name"`
+	Signal      string       `json:"signal"`
+	GroupBy     []string     `json:"group_by"`
+	Series      int64        `json:"series"`
+	MaxSeries   int          `json:"max_series"`
+	OpenWindows int          `json:"open_windows"`
+	Windows     []WindowView `json:"windows"` // at most the view's top, earliest first
+	Records     RecordCounts `json:"records"`
+	// TopSeries are the series with the most records in the last window W has closed, which ended
+	// at LastWindowEnd, or, once that window has expired, in the next window to fire
+	// (LastWindowFired false): at most the view's top, most first.
+	TopSeries       []SeriesRecords `json:"top_series"`
+	LastWindowEnd   *time.Time      `json:"last_window_end"`
+	LastWindowFired bool            `json:"last_window_fired"`
+	OverflowRecords *int64          `json:"overflow_records"` // the component's, all aggregations together
+}
+
+// SeriesRecords is a series, by its group_by values, and its records in a window. Overflow marks
+// the aggregation's overflow series, which takes the records of new series past max_series.
+type SeriesRecords struct {
+	Series   map[string]string `json:"series"`
+	Records  uint64            `json:"records"`
+	Overflow bool              `json:"overflow,omitempty"`
+}
+
+// WindowView is an open window: it fires when W reaches its end, and takes late records until W
+// reaches its end plus allowed_lateness.
+type WindowView struct {
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	Fired      bool      `json:"fired"`
+	FiresAtW   time.Time `json:"fires_at_watermark"`
+	ExpiresAtW time.Time `json:"expires_at_watermark"`
+}
+
+// RecordCounts are an aggregation's records by outcome since the component started: on time, late
+// updates (late_accepted), late data (expired, future or invalid) routed to the late pipeline,
+// dropped, or passed on by the processor, duplicates (at the first aggregation that selects them),
+// and records of its signal it does not select.
+type RecordCounts struct {
+	OnTime       uint64 `json:"on_time"`
+	LateAccepted uint64 `json:"late_accepted"`
+	LateRouted   int64  `json:"late_routed"`
+	LateDropped  int64  `json:"late_dropped"`
+	LatePassed   int64  `json:"late_passed"`
+	Duplicate    int64  `json:"duplicate"`
+	Unmatched    int64  `json:"unmatched"`
+}
+
+// CheckpointView is the state of checkpoints, with storage.
+type CheckpointView struct {
+	Last  *time.Time `json:"last"`  // the last save that succeeded; null for none
+	Bytes int        `json:"bytes"` // its size
+	Error string     `json:"error"` // the error of a failure since, "" for none
+}
+
+// EmissionView is the state of the delivery of results.
+type EmissionView struct {
+	QueuedPoints  int    `json:"queued_points"`
+	DroppedPoints int64  `json:"dropped_points"` // since the start
+	LastError     string `json:"last_error"`     // the last delivery error, "" for none
+}
+
+// ComponentSample is what the view's history keeps of a component id at a moment: W, its lag
+// behind the wall clock, and each aggregation's records by outcome since the start.
+type ComponentSample struct {
+	ID                  string         `json:"-"`
+	WallClock           time.Time      `json:"wall_clock"`
+	Watermark           *time.Time     `json:"watermark"`
+	WatermarkLagSeconds *float64       `json:"watermark_lag_seconds"`
+	Records             []RecordCounts `json:"records"` // by aggregation, in the order of ComponentView.Aggregations
+}
+
+// SeriesExplanation answers, for one series an operator names, what its windows hold and when each
+// fires; or, when the component holds no such series, why that may be.
+type SeriesExplanation struct {
+	Component   string             `json:"component"`
+	Aggregation string             `json:"aggregation"`
+	Series      map[string]string  `json:"series"`
+	Found       bool               `json:"found"`
+	Windows     []SeriesWindowView `json:"windows"` // its windows that hold records and have not expired, earliest first
+	// LastValues are its last windows as they were emitted since LastValuesSince, when it was first
+	// asked about while held (see seriesWatch): earliest first, at most watchedWindows.
+	LastValues      []EmittedWindow `json:"last_values"`
+	LastValuesSince *time.Time      `json:"last_values_since"` // null: none kept (it was not held when asked about)
+	Why             string          `json:"why,omitempty"`
+	Records         *RecordCounts   `json:"aggregation_records,omitempty"` // the aggregation's, when the series is not found
+}
+
+// SeriesWindowView is a window of the series: what it holds so far and when it fires.
+type SeriesWindowView struct {
+	WindowView
+	Records uint64  `json:"records"`
+	Sum     float64 `json:"sum"`
+}
+
+// EmittedWindow is a window of a series as it was emitted: its records and sum, with its late
+// firings added, and the whole window's average, minimum and maximum (null without a finite value).
+type EmittedWindow struct {
+	Start       time.Time `json:"start"`
+	End         time.Time `json:"end"`
+	Records     uint64    `json:"records"`
+	Sum         float64   `json:"sum"`
+	Avg         *float64  `json:"avg"`
+	Min         *float64  `json:"min"`
+	Max         *float64  `json:"max"`
+	LateFirings int       `json:"late_firings"` // firings after the first, each with the late records it took
+}
