@@ -58,8 +58,14 @@ type checkpointer struct {
 	engine  *stream.Engine
 	inputs  *metricinput.Inputs
 	emitter *delivery.Emitter
-	// gate is the ingest gate (shared.gate); dedup the remembered identities, or nil
-	gate  *sync.RWMutex
+	// gate is the ingest gate: held for reading by an ingest call of a gated input (one that keeps
+	// state outside the engine: a metric input stream, a remembered identity) from its first change
+	// of that state until its records are applied (enter, leave), and for writing while a checkpoint
+	// captures the state (capture), so that a checkpoint never holds a stream's base without the
+	// increase measured from it, or an identity without its record, or the reverse.
+	gate  sync.RWMutex
+	gated [numInputs]bool
+	// dedup is the remembered identities, or nil
 	dedup *dedup.Set
 	// health hears whether checkpoints succeed
 	health *health
@@ -78,6 +84,19 @@ type checkpointer struct {
 	failing atomic.Bool
 	snap    []byte // the engine's last snapshot, whose buffer the next one reuses (under mu)
 }
+
+// enter holds the ingest gate for reading for an ingest call of input, if input is gated, and reports
+// whether it does; c may be nil (no storage): nothing is gated.
+func (c *checkpointer) enter(input int) bool {
+	if c == nil || !c.gated[input] {
+		return false
+	}
+	c.gate.RLock()
+	return true
+}
+
+// leave lets go of the ingest gate that enter took.
+func (c *checkpointer) leave() { c.gate.RUnlock() }
 
 // Durable reports whether checkpoints are being written: the emitter's delivery.Durability.
 func (c *checkpointer) Durable() bool { return c.isOpen.Load() && !c.failing.Load() }
@@ -190,29 +209,50 @@ func (c *checkpointer) fingerprint() string {
 	return fmt.Sprintf("%+v", aggs)
 }
 
+// captured is the state a checkpoint holds, taken at one moment of ingest (capture): the metric
+// inputs' part, the remembered identities' mark, the engine's snapshot (in c.snap), and the queued
+// batches with the sequence number below which they are in it.
+type captured struct {
+	inputs  []byte
+	mark    *dedup.Mark
+	batches []delivery.Batch
+	seq     uint64
+}
+
+// capture takes the state of every participant at one moment (under mu). Its steps are the
+// checkpoint's lock order:
+//  1. the ingest gate, for writing: no ingest call is between changing a metric stream's base or
+//     remembering an identity and staging its record, which the engine's snapshot would then hold
+//     without the other, or the reverse;
+//  2. the metric inputs' lock: their streams;
+//  3. the remembered identities: the slices that changed are marked, each under its own lock (their
+//     identities are copied out after the gate: Mark.Parts);
+//  4. the emitter's lock (Emitter.Checkpoint): the engine's snapshot (the engine's own locks), which
+//     holds the results fired and not yet collected, then the gate is let go; under the same lock,
+//     the queue, so that no collection moves a result from the one to the other between them.
+func (c *checkpointer) capture() (cp captured) {
+	c.gate.Lock()
+	c.inputs.Mu.Lock()
+	cp.inputs = c.inputs.AppendTo(nil)
+	c.inputs.Mu.Unlock()
+	if c.dedup != nil {
+		cp.mark = c.dedup.Mark(c.engine.Watermark())
+	}
+	cp.batches, cp.seq = c.emitter.Checkpoint(func() {
+		c.snap = c.engine.Snapshot(c.snap[:0])
+		c.gate.Unlock()
+	})
+	return cp
+}
+
 // encode makes a checkpoint (under mu), and returns it with the sequence number below which the
 // queued batches are in it. The engine's snapshot goes into a buffer kept from one checkpoint to the
 // next, so that encoding grows no buffer and leaves the collector little garbage; the checkpoint
 // itself is a new buffer, as a storage client may keep what it is given.
 func (c *checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
 	fp := c.fingerprint()
-	// The ingest gate first: no batch may move a metric stream's base, or remember an identity,
-	// between their part and the engine's snapshot, which would hold the increase measured from it,
-	// or the record, or the reverse. The engine's snapshot under the emitter's lock
-	// (Emitter.Checkpoint): no emission may collect the engine's pending results between the
-	// snapshot (which holds them) and the queue (which would then hold them too).
-	in := c.inputs
-	c.gate.Lock()
-	in.Mu.Lock()
-	inputs := in.AppendTo(nil)
-	in.Mu.Unlock()
-	if c.dedup != nil {
-		mark = c.dedup.Mark(c.engine.Watermark()) // which slices changed: their identities are encoded after the gate
-	}
-	batches, seq := c.emitter.Checkpoint(func() {
-		c.snap = c.engine.Snapshot(c.snap[:0])
-		c.gate.Unlock()
-	})
+	cp := c.capture()
+	inputs, batches, seq, mark := cp.inputs, cp.batches, cp.seq, cp.mark
 	var ids []byte
 	if mark != nil {
 		ids = mark.Directory()

@@ -49,17 +49,15 @@
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //
-//	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → shared.gate (the ingest gate) → metricinput.Inputs.Mu →
-//	the remembered identities' set lock, then a slice's lock (internal/dedup) → delivery.Emitter.sendMu →
-//	delivery.Emitter.healthMu → delivery.Emitter.mu → delivery's sink table → the engine's locks → health.mu
+//	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → checkpointer.gate (the
+//	ingest gate) → metricinput.Inputs.Mu → the remembered identities' set lock, then a slice's lock
+//	(internal/dedup) → delivery.Emitter.sendMu → delivery.Emitter.healthMu → delivery.Emitter.mu →
+//	delivery's sink table → the engine's locks → health.mu
 //
-// and, taken alone, the OTTL error log's and the OTTL parsers' locks and internal/view's registry lock; seriesWatch.mu (the series the
-// view's explainer keeps) is taken last, under the emitter's and the engine's, and takes none. health.mu is held while the
-// component's status is reported to the collector, which calls nothing of the component. A collection, whole under
-// collectMu, takes the emitter's lock, then releases it before it asks for a checkpoint, which takes
-// the checkpointer's;
-// a checkpoint takes the engine's snapshot under the emitter's lock (Emitter.Checkpoint), with the
-// ingest gate held for writing, so that no batch is between changing a metric stream or remembering
-// an identity and staging its record; the remembered identities' slices are only marked under the
-// gate, and copied out after it, each under its own lock.
+// and, taken alone, the OTTL error log's and the OTTL parsers' locks and internal/view's registry
+// lock; seriesWatch.mu (the series the view's explainer keeps) is taken last, under the emitter's and
+// the engine's, and takes none. health.mu is held while the component's status is reported to the
+// collector, which calls nothing of the component. A collection (shared.collect) takes the emitter's
+// locks and lets them go before it takes a checkpoint. A checkpoint takes its locks in one function,
+// checkpointer.capture, whose steps are the order above.
 package windowaggregator

@@ -424,7 +424,7 @@ func counterSum(t *testing.T, tel *componenttest.Telemetry, name string, attrs m
 // what fired (after the goroutine's own collection and its checkpoint, if one is under way) and
 // delivers the queue. Tests read the sinks after it.
 func (s *shared) settle() {
-	s.emitter.Collect(context.Background())
+	s.collect(context.Background())
 	if s.storage != nil { // a checkpoint the component's goroutine is writing holds what it fired
 		s.storage.mu.Lock()
 		s.storage.mu.Unlock() //nolint:staticcheck // waiting for it, not guarding anything
@@ -462,7 +462,7 @@ func inParallel(n int, fn func(g int)) {
 // emit collects what the engine has fired and delivers it at once, as the component's goroutines do
 // in turn; force tries a request in backoff too.
 func (s *shared) emit(ctx context.Context, force bool) {
-	s.emitter.Collect(ctx)
+	s.collect(ctx)
 	s.emitter.Send(ctx, force)
 }
 

@@ -48,12 +48,6 @@ type shared struct {
 	dedup   *dedup.Set
 	dedupOf [numInputs]*dedup.Set
 	logKey  logKey
-	// gate is held for reading by an ingest call of a gated input from its first change of the
-	// state outside the engine (a metric input stream, a remembered identity) until its records are
-	// applied, and for writing by a checkpoint, so that a checkpoint never holds a stream's base
-	// without the increase measured from it, or an identity without its record, or the reverse.
-	gate  sync.RWMutex
-	gated [numInputs]bool
 	// health is what the component reports through the collector's component status
 	health health
 	// byAgg are each aggregation's records by outcome that the engine does not count, by index
@@ -187,11 +181,11 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		return nil, err
 	}
 	if cfg.Storage != nil {
-		for input := range s.gated {
-			s.gated[input] = input == inputMetrics || s.dedupOf[input] != nil
-		}
 		s.storage = &checkpointer{id: id, cfg: cfg, logger: s.logger, tel: s.tel, engine: s.engine, inputs: s.inputs, emitter: s.emitter,
-			gate: &s.gate, dedup: s.dedup, health: &s.health}
+			dedup: s.dedup, health: &s.health}
+		for input := range s.storage.gated {
+			s.storage.gated[input] = input == inputMetrics || s.dedupOf[input] != nil
+		}
 		s.emitter.SetDurability(s.storage)
 	}
 	return s, nil
@@ -301,7 +295,7 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 	t := time.NewTicker(s.cfg.Emit.Interval)
 	defer t.Stop()
 	// Checkpoints on a ticker of their own, so that they come on schedule, not at the next emit tick
-	// after it; a firing takes one besides (see emitter.collect).
+	// after it; a firing takes one besides (see collect).
 	var checkpoints <-chan time.Time
 	if s.storage != nil && s.cfg.Checkpoint.Interval > 0 {
 		ck := time.NewTicker(s.cfg.Checkpoint.Interval)
@@ -313,15 +307,23 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case <-s.emitter.Wake():
-			s.emitter.Collect(context.Background())
+			s.collect(context.Background())
 		case <-t.C:
-			s.emitter.Collect(context.Background())
+			s.collect(context.Background())
 			if s.dedup != nil { // identities whose records W has expired: a copy is judged late now
 				s.dedup.Forget(s.engine.Watermark())
 			}
 		case <-checkpoints:
 			s.storage.Save(context.Background())
 		}
+	}
+}
+
+// collect takes what fired into the emitter's queue and, with storage, a checkpoint that holds it:
+// with storage, a result goes out only once a checkpoint holds it.
+func (s *shared) collect(ctx context.Context) {
+	if s.emitter.Collect(ctx) && s.storage != nil {
+		s.storage.Save(ctx)
 	}
 }
 
@@ -370,7 +372,7 @@ func (s *shared) shutdownInstance(ctx context.Context, feed int, connector bool,
 		s.drainEnded(ctx, sink)
 	}
 	if sink != nil {
-		s.emitter.Collect(ctx)
+		s.collect(ctx)
 		if s.emitter.HoldsAny() {
 			s.storage.Save(ctx) // what is queued is then checkpointed, and may go out
 		}

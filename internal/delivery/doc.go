@@ -5,7 +5,8 @@
 // consumer holds up neither the collection nor the ingest path.
 //
 // It knows an aggregation by its description (Aggregation), the engine by what it fires (Results),
-// and the component's checkpoint by a small interface (Durability); a checkpoint reads and restores
+// and the component's checkpoint by whether it is durable (Durability), which it never calls into
+// otherwise: Collect reports a firing, and the component checkpoints; a checkpoint reads and restores
 // the queue through Emitter.Checkpoint, Checkpointed and Restore alone. Its locks are Emitter.sendMu,
 // Emitter.mu and the sinks' table's, in the component's lock order (the module's doc.go).
 package delivery

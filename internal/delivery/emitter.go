@@ -28,13 +28,12 @@ type Results interface {
 }
 
 // Durability is the component's checkpoint, as the emitter sees it: with it, a result goes out only
-// once a checkpoint holds it (see Emitter.Checkpoint), and a firing asks for one.
+// once a checkpoint holds it (see Emitter.Checkpoint and Checkpointed). The emitter never asks for a
+// checkpoint: the component takes one when Collect reports that something fired.
 type Durability interface {
 	// Durable reports whether checkpoints are being written; while they are not (the storage could
 	// not be opened, or saves fail), results go out without waiting for one.
 	Durable() bool
-	// Save takes a checkpoint now.
-	Save(ctx context.Context)
 }
 
 // Config is how results leave the component.
@@ -234,27 +233,26 @@ func (em *Emitter) Poke() {
 // Wake is where the component's goroutine hears Poke.
 func (em *Emitter) Wake() <-chan struct{} { return em.wake }
 
-// Collect takes what the engine has fired into the queue, and wakes the delivery goroutine.
+// Collect takes what the engine has fired into the queue, wakes the delivery goroutine, and reports
+// whether anything fired.
 //
 // With storage, what fired is delivered only once a checkpoint holds it (see held), with the windows
 // it came from marked fired: after a crash the restart sends those results again as they were, and never
-// fires their windows again with other values (a cumulative total never goes back).
-func (em *Emitter) Collect(ctx context.Context) {
+// fires their windows again with other values (a cumulative total never goes back). The caller takes
+// that checkpoint when Collect reports a firing.
+func (em *Emitter) Collect(ctx context.Context) (fired bool) {
 	em.collectMu.Lock()
 	defer em.collectMu.Unlock()
 	em.mu.Lock()
-	fired := 0
 	em.results.Collect(em.results.Now(), func(r *stream.Result) {
-		fired++
+		fired = true
 		em.add(r)
 	})
 	em.queueBuilt(ctx)
 	em.mu.Unlock()
 	em.reportDrops()
-	if fired > 0 && em.durability != nil {
-		em.durability.Save(ctx)
-	}
 	em.WakeDelivery()
+	return fired
 }
 
 // WakeDelivery asks the delivery goroutine to send what it can.
