@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 )
@@ -203,7 +204,7 @@ func BenchmarkCheckpoint10kSeries(b *testing.B) {
 		s.storage.Save(context.Background())
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(len(st.data[checkpointKey])), "checkpoint-bytes")
+	b.ReportMetric(float64(len(st.data[checkpoint.Key])), "checkpoint-bytes")
 }
 
 // BenchmarkIngestDuringCheckpoints: batches of 100 spans into the 10k series of

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 )
 
 // A small checkpoint of one open window, from a run with storage: its value, and the parts of the
@@ -15,11 +17,11 @@ func smallCheckpoint(t *testing.T) (data []byte, parts map[string][]byte) {
 	st := &memStorage{data: map[string][]byte{}}
 	runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10, id: 1}})
 	parts = st.snapshot()
-	data = parts[checkpointKey]
+	data = parts[checkpoint.Key]
 	if len(data) == 0 {
 		t.Fatal("no checkpoint saved")
 	}
-	delete(parts, checkpointKey)
+	delete(parts, checkpoint.Key)
 	return data, parts
 }
 
@@ -28,7 +30,7 @@ func smallCheckpoint(t *testing.T) (data []byte, parts map[string][]byte) {
 // that window and the restored and restore_failed counters.
 func restoreOutcome(t *testing.T, data []byte, parts map[string][]byte) (count float64, restored, failed int64) {
 	t.Helper()
-	st := &memStorage{data: map[string][]byte{checkpointKey: data}}
+	st := &memStorage{data: map[string][]byte{checkpoint.Key: data}}
 	maps.Copy(st.data, parts)
 	ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 2, ms: 10}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
 	for _, p := range find(ps, "lat.count", attrsAX) {
@@ -78,7 +80,7 @@ func TestDamagedCheckpointIsNeverRestored(t *testing.T) {
 		check("garbage", g, parts)
 	}
 	other := append([]byte(nil), good...)
-	other[len(checkpointMagic)] = checkpointVersion + 1
+	other[len(checkpoint.Magic)] = checkpoint.Version + 1
 	check("another version", other, parts)
 	// The parts of the remembered identities: every bit flip and truncation of each, and a missing one.
 	flips := 0
@@ -130,7 +132,7 @@ func TestStorageThatCannotOpenDoesNotStopTheComponent(t *testing.T) {
 			if n := counterValue(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "saved"}); n < 1 {
 				t.Fatalf("checkpoints saved %d, want some once the storage opened", n)
 			}
-			if len(st.data[checkpointKey]) == 0 {
+			if len(st.data[checkpoint.Key]) == 0 {
 				t.Fatal("no checkpoint once the storage opened")
 			}
 		})

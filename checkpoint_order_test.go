@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -147,7 +148,7 @@ func TestFailedSaveDeliversWithoutDurability(t *testing.T) {
 		t.Error("not durable after a save succeeded")
 	}
 	st.mu.Lock()
-	saved := st.data[checkpointKey]
+	saved := st.data[checkpoint.Key]
 	st.mu.Unlock()
 	if len(saved) == 0 {
 		t.Error("no checkpoint after saves recovered")

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -49,12 +50,11 @@ func TestCheckpointsDuringConcurrentIngest(t *testing.T) {
 	for ; n < 60; n++ {
 		s.storage.Save(context.Background())
 		st.mu.Lock()
-		cp := append([]byte(nil), st.data[checkpointKey]...)
+		cp := append([]byte(nil), st.data[checkpoint.Key]...)
 		st.mu.Unlock()
 		fresh, err := newShared(set.TelemetrySettings, set.ID, cfg, clk)
 		must(t, err)
-		fresh.storage.client = st // the identities' parts are read from the storage
-		if err := fresh.storage.decode(context.Background(), cp); err != nil {
+		if err := fresh.storage.Restore(context.Background(), st, cp); err != nil { // the identities' parts are read from the storage
 			t.Fatalf("checkpoint %d (%d bytes): %v", n, len(cp), err)
 		}
 		fresh.tel.shutdown()

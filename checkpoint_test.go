@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
@@ -171,9 +172,9 @@ func TestCheckpointWithWhereClauseRestores(t *testing.T) {
 
 func TestCorruptOrUnreadableCheckpointStartsClean(t *testing.T) {
 	for name, st := range map[string]*memStorage{
-		"corrupt":    {data: map[string][]byte{checkpointKey: []byte("WACP\x01garbage")}},
-		"truncated":  {data: map[string][]byte{checkpointKey: []byte("WA")}},
-		"version":    {data: map[string][]byte{checkpointKey: []byte("WACP\x09")}},
+		"corrupt":    {data: map[string][]byte{checkpoint.Key: []byte("WACP\x01garbage")}},
+		"truncated":  {data: map[string][]byte{checkpoint.Key: []byte("WA")}},
+		"version":    {data: map[string][]byte{checkpoint.Key: []byte("WACP\x09")}},
 		"unreadable": {data: map[string][]byte{}, failGet: errors.New("disk on fire")},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -192,11 +193,11 @@ func TestOlderCheckpointFormatsAreDiscarded(t *testing.T) {
 	useFakeClock(t)
 	st := &memStorage{data: map[string][]byte{}}
 	_, _ = runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10}})
-	current := st.data[checkpointKey]
+	current := st.data[checkpoint.Key]
 	for _, version := range []byte{1, 2, 3} {
 		old := slices.Clone(current[:len(current)-4])
-		old[len(checkpointMagic)] = version
-		st.data[checkpointKey] = binary.LittleEndian.AppendUint32(old, crc32.Checksum(old, crc32c))
+		old[len(checkpoint.Magic)] = version
+		st.data[checkpoint.Key] = binary.LittleEndian.AppendUint32(old, crc32.Checksum(old, checkpoint.CRC32C))
 		ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 2, ms: 30}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
 		wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 1) // the record before the restart is not restored
 		wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restore_failed"}, 1)
@@ -211,7 +212,7 @@ func TestVersion6CheckpointIsRestoredWithoutItsIdentities(t *testing.T) {
 	useFakeClock(t)
 	st := &memStorage{data: map[string][]byte{}}
 	_, _ = runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 1, ms: 10, id: 1}})
-	v7 := st.data[checkpointKey]
+	v7 := st.data[checkpoint.Key]
 	// The same checkpoint as version 6 wrote it: the identities' field holds them all (W, 64 groups,
 	// the first with one identity of 16 bytes and its expiry), and no part beside it.
 	oldIDs := binary.AppendVarint(nil, 0)
@@ -222,8 +223,8 @@ func TestVersion6CheckpointIsRestoredWithoutItsIdentities(t *testing.T) {
 	for range 63 {
 		oldIDs = binary.AppendUvarint(oldIDs, 0)
 	}
-	b := v7[len(checkpointMagic)+1 : len(v7)-4]
-	v6 := append([]byte(checkpointMagic), checkpointV6)
+	b := v7[len(checkpoint.Magic)+1 : len(v7)-4]
+	v6 := append([]byte(checkpoint.Magic), checkpoint.VersionV6)
 	for field := range 5 { // the aggregations, the instance, the engine, the metric inputs, the identities
 		n, w := binary.Uvarint(b)
 		value := b[w : w+int(n)]
@@ -234,7 +235,7 @@ func TestVersion6CheckpointIsRestoredWithoutItsIdentities(t *testing.T) {
 		v6 = append(binary.AppendUvarint(v6, uint64(len(value))), value...)
 	}
 	v6 = append(v6, b...) // the queued batches
-	st.data = map[string][]byte{checkpointKey: binary.LittleEndian.AppendUint32(v6, crc32.Checksum(v6, crc32c))}
+	st.data = map[string][]byte{checkpoint.Key: binary.LittleEndian.AppendUint32(v6, crc32.Checksum(v6, checkpoint.CRC32C))}
 	ps, tel := runWithStorage(t, st, []spanSpec{{service: "a", name: "/x", end: 2, ms: 30}}, []spanSpec{{service: "a", name: "/x", end: 11, ms: 1}})
 	wantCounter(t, tel, "otelcol_window_aggregator_checkpoints", map[string]string{"reason": "restored"}, 1)
 	wantPoint(t, ps, "lat.count", attrsAX, 0, 10, 2) // the record before the restart, and the one after

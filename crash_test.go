@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
@@ -94,7 +95,7 @@ func TestCrashAtAnyDeliveryNeverChangesADeliveredValue(t *testing.T) {
 			}
 		}
 		second := &crashSink{st: &memStorage{data: map[string][]byte{}}, batch: new(atomic.Int64)}
-		if cp := first.checkpoints[k]; len(cp[checkpointKey]) > 0 {
+		if cp := first.checkpoints[k]; len(cp[checkpoint.Key]) > 0 {
 			second.st.data = cp
 		}
 		run(second, first.batches[k]+1)
@@ -104,7 +105,7 @@ func TestCrashAtAnyDeliveryNeverChangesADeliveredValue(t *testing.T) {
 				if w, ok := was[key]; ok && val != w {
 					t.Fatalf("kill -9 at delivery %d (batch %d): %s delivered again as %v, was %v", k, first.batches[k], key, val, w)
 				}
-				if series := key[:strings.LastIndex(key, "@")]; len(first.checkpoints[k][checkpointKey]) > 0 && val < latest[series] {
+				if series := key[:strings.LastIndex(key, "@")]; len(first.checkpoints[k][checkpoint.Key]) > 0 && val < latest[series] {
 					t.Fatalf("kill -9 at delivery %d (batch %d): %s total %v, below the %v delivered before", k, first.batches[k], key, val, latest[series])
 				}
 			}

@@ -32,8 +32,9 @@
 //	metrics consumers
 //
 // state.go holds one state per component id: the engine, the metric inputs, the emitter, and with
-// storage the checkpoint (checkpoint.go), which reads and restores the emitter's queue through its
-// methods; config.go, enums.go and validate.go the configuration (signal.go what each signal reads,
+// storage the checkpoint coordinator (internal/checkpoint: its format; it owns the ingest gate and
+// captures, saves and restores the engine, the metric inputs, the identities and the emitter's
+// queue); config.go, enums.go and validate.go the configuration (signal.go what each signal reads,
 // ottl.go the OTTL parsers and their errors); telemetry.go the counters' attribute sets, health.go the
 // component's status; memory.go the memory formula. The operator view's read side: the component is an
 // internal/view Source (view.go: its state as the window_aggregator_view extension shows it;
@@ -43,13 +44,13 @@
 // Each file refers only to files named after it in this order (`go run ./scripts/structure -all .`
 // prints it; `make test` fails on a reference that runs back up): explain.go, factory.go, logs.go,
 // metrics.go, spans.go, validate.go, view.go, ingest.go, instance.go, metricreader.go, report.go,
-// state.go, aggcounts.go, checkpoint.go, dedup.go, histograms.go, memory.go, telemetry.go,
+// state.go, aggcounts.go, dedup.go, histograms.go, memory.go, telemetry.go,
 // datapoints.go, reading.go, aggregation.go, config.go, enums.go, signal.go, ottl.go, record.go,
 // streamidentity.go, health.go, late.go, watch.go, weight.go.
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //
-//	registryMu → shared.mu → delivery.Emitter.collectMu → checkpointer.mu → checkpointer.gate (the
+//	registryMu → shared.mu → delivery.Emitter.collectMu → checkpoint.Checkpointer's mu → its gate (the
 //	ingest gate) → metricinput.Inputs.Mu → the remembered identities' set lock, then a slice's lock
 //	(internal/dedup) → delivery.Emitter.sendMu → delivery.Emitter.healthMu → delivery.Emitter.mu →
 //	delivery's sink table → the engine's locks → health.mu
@@ -59,5 +60,5 @@
 // the engine's, and takes none. health.mu is held while the component's status is reported to the
 // collector, which calls nothing of the component. A collection (shared.collect) takes the emitter's
 // locks and lets them go before it takes a checkpoint. A checkpoint takes its locks in one function,
-// checkpointer.capture, whose steps are the order above.
+// checkpoint.Checkpointer.capture, whose steps are the order above.
 package windowaggregator

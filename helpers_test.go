@@ -426,8 +426,7 @@ func counterSum(t *testing.T, tel *componenttest.Telemetry, name string, attrs m
 func (s *shared) settle() {
 	s.collect(context.Background())
 	if s.storage != nil { // a checkpoint the component's goroutine is writing holds what it fired
-		s.storage.mu.Lock()
-		s.storage.mu.Unlock() //nolint:staticcheck // waiting for it, not guarding anything
+		s.storage.Wait()
 	}
 	s.emitter.Send(context.Background(), false)
 }

@@ -313,7 +313,7 @@ func (run *ingestRun) apply() {
 func (run *ingestRun) ungate() {
 	if run.gated {
 		run.gated = false
-		run.s.storage.leave()
+		run.s.storage.Leave()
 	}
 }
 
@@ -385,7 +385,7 @@ type ingestRun struct {
 	// deduplicated)
 	input int
 	dd    *dedupStage
-	// gated: the call holds the ingest gate (checkpointer.enter) for reading, until its records are applied
+	// gated: the call holds the ingest gate (checkpoint.Checkpointer.Enter) for reading, until its records are applied
 	gated bool
 }
 
@@ -399,7 +399,7 @@ func (s *shared) beginRun(ctx context.Context, input int, r *record) *ingestRun 
 		sc.byAgg = make([]aggregationTally, len(s.aggs))
 	}
 	sc.ottl.propagate = s.cfg.ErrorMode == ottl.PropagateError
-	gated := s.storage.enter(input)
+	gated := s.storage.Enter(input)
 	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, s: s, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1,
 		input: input, dd: &sc.dedup, gated: gated}
 	sc.dedup.begin(s.dedupOf[input])

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -101,7 +102,7 @@ func TestRestoredSeriesKeepTheirInstanceID(t *testing.T) {
 	if want := "service.instance.id=first,service.name=a: lat.count"; len(got) == 0 || got[0] != want {
 		t.Errorf("after the restart, output resources %v, want %q", got, want)
 	}
-	delete(st.data, checkpointKey) // no checkpoint: the collector's own id
+	delete(st.data, checkpoint.Key) // no checkpoint: the collector's own id
 	got = run("third", spanSpec{service: "a", name: "/x", end: 21, ms: 1}, spanSpec{service: "a", name: "/x", end: 31, ms: 1})
 	if want := "service.instance.id=third,service.name=a: lat.count"; len(got) == 0 || got[0] != want {
 		t.Errorf("without a checkpoint, output resources %v, want %q", got, want)

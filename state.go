@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
@@ -39,7 +40,7 @@ type shared struct {
 	engine  *stream.Engine
 	tel     *telemetry
 	emitter *delivery.Emitter
-	storage *checkpointer
+	storage *checkpoint.Checkpointer
 	// inputs is what the metrics aggregations keep of their input streams
 	inputs *metricinput.Inputs
 	// dedup holds the identities of the records aggregated (nil: dedup.enabled is false); dedupOf,
@@ -172,7 +173,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	s.emitter = delivery.New(delivery.Config{Interval: cfg.Emit.Interval, MaxPendingPoints: cfg.Emit.MaxPendingPoints,
 		MaxPointsPerSend: cfg.Emit.MaxPointsPerSend, Temporality: t, Version: moduleVersion(), Inputs: numInputs},
 		described, s.engine, s.tel.TelemetryBuilder, s.logger)
-	// The collector's, until a restored checkpoint says another (see checkpointer.decode).
+	// The collector's, until a restored checkpoint says another (see checkpoint.Checkpointer.Restore).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
 	s.emitter.SetObserver(s.watch.observe)
@@ -181,11 +182,17 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		return nil, err
 	}
 	if cfg.Storage != nil {
-		s.storage = &checkpointer{id: id, cfg: cfg, logger: s.logger, tel: s.tel, engine: s.engine, inputs: s.inputs, emitter: s.emitter,
-			dedup: s.dedup, health: &s.health}
-		for input := range s.storage.gated {
-			s.storage.gated[input] = input == inputMetrics || s.dedupOf[input] != nil
+		gated := make([]bool, numInputs)
+		for input := range gated {
+			gated[input] = input == inputMetrics || s.dedupOf[input] != nil
 		}
+		s.storage = checkpoint.New(checkpoint.Options{ID: id, Storage: *cfg.Storage, Fingerprint: stateFingerprint(cfg),
+			Gated: gated, MaxInput: inputAny, Logger: s.logger,
+			Counted: func(ctx context.Context, reason string) {
+				s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr(reason))
+			},
+			SetHealth: func(err error) { s.health.set(checkpointConcern, err) },
+			Engine:    s.engine, Inputs: s.inputs, Dedup: s.dedup, Emitter: s.emitter})
 		s.emitter.SetDurability(s.storage)
 	}
 	return s, nil
@@ -270,7 +277,7 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	s.inputs.Since = s.engine.Now() // unless the checkpoint restored says since when
 	logMemoryEstimate(s.logger, s.cfg, s.aggs)
 	if s.storage != nil {
-		if err := s.storage.start(ctx, host); err != nil {
+		if err := s.storage.Start(ctx, host); err != nil {
 			return err
 		}
 	}
@@ -424,7 +431,7 @@ func (s *shared) release(ctx context.Context) error {
 	}
 	if s.storage != nil {
 		s.storage.Save(ctx)
-		err = errors.Join(err, s.storage.shutdown(ctx))
+		err = errors.Join(err, s.storage.Shutdown(ctx))
 	} else {
 		// Every instance has stopped: what records came after their outputs had stopped fires now,
 		// and is counted as dropped if no output is left to take it.
@@ -432,4 +439,37 @@ func (s *shared) release(ctx context.Context) error {
 	}
 	s.tel.shutdown()
 	return err
+}
+
+// stateFingerprint describes what the state of the aggregations means (names, signals, filters, group_by,
+// values, weights, outputs), so that a checkpoint is not restored into another configuration: its
+// series keys would be read against other group-by keys, its counts be of other records or weights.
+// fmt prints maps with sorted keys, so it is stable.
+//
+// The histogram's form is left out: the engine's snapshot checks what of it is state (the explicit
+// buckets), and an exponential max_size shapes the output only. So are exemplars, which a snapshot
+// restores into any number of them.
+func stateFingerprint(cfg *Config) string {
+	// Where is printed by value: fmt prints a pointer nested in a slice as its address, which would
+	// make every configuration with a where clause refuse its own checkpoints after a restart. The
+	// weight is the one in effect, so that writing out its default changes nothing.
+	type stateFields struct {
+		Name    string
+		Signal  SignalName
+		Where   WhereConfig
+		GroupBy []GroupByKey
+		Value   ValueConfig
+		Unit    Unit
+		Weight  Weight
+		Outputs []string
+	}
+	aggs := make([]stateFields, len(cfg.Aggregations))
+	for i, a := range cfg.Aggregations {
+		var where WhereConfig
+		if a.Where != nil {
+			where = *a.Where
+		}
+		aggs[i] = stateFields{a.Name, a.Signal, where, a.GroupBy, a.Value, a.Unit, a.weight(), a.Outputs}
+	}
+	return fmt.Sprintf("%+v", aggs)
 }

@@ -41,13 +41,13 @@ func (s *shared) View(top int) view.ComponentView {
 	v.Emission.DroppedPoints, v.Emission.LastError = s.emitter.Dropped()
 	if c := s.storage; c != nil {
 		v.Checkpoint = &view.CheckpointView{}
-		if last := c.last.Load(); last != nil {
-			if !last.savedAt.IsZero() {
-				t := last.savedAt.UTC()
-				v.Checkpoint.Last, v.Checkpoint.Bytes = &t, last.bytes
+		if last := c.Last(); last != nil {
+			if !last.SavedAt.IsZero() {
+				t := last.SavedAt.UTC()
+				v.Checkpoint.Last, v.Checkpoint.Bytes = &t, last.Bytes
 			}
-			if last.failedAt.After(last.savedAt) {
-				v.Checkpoint.Error = last.err
+			if last.FailedAt.After(last.SavedAt) {
+				v.Checkpoint.Error = last.Err
 			}
 		}
 	}

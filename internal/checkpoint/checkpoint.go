@@ -1,4 +1,6 @@
-package windowaggregator
+// Package checkpoint is the component's checkpoint: its format, and the coordinator that owns the
+// ingest gate, captures every participant's state at one moment, saves it and restores it.
+package checkpoint
 
 import (
 	"context"
@@ -28,7 +30,7 @@ import (
 // streams (see metricinput.Inputs.AppendTo), the directory of the remembered identities (dedup.Mark; empty
 // without dedup), the result batches queued for delivery, and a CRC-32C of all that before it, so
 // that any damage of up to 32 bits in a row, and most other damage, is detected. The identities
-// themselves are parts under keys of their own (idsKey), one a slice of event time, each written when
+// themselves are parts under keys of their own (IDsKey), one a slice of event time, each written when
 // it changed and checked against the CRC-32C the directory lists; all of one checkpoint are written
 // in one storage batch.
 //
@@ -36,42 +38,46 @@ import (
 // queue are restored, and its identities (of a hash this version no longer computes) are dropped,
 // logged. A checkpoint of any other version is discarded, logged and counted, like a damaged one.
 const (
-	checkpointKey     = "window_aggregator.state"
-	checkpointMagic   = "WACP"
-	checkpointVersion = 7
-	// checkpointV6 is the version before the identities were parts of their own
-	checkpointV6 = 6
+	Key     = "window_aggregator.state"
+	Magic   = "WACP"
+	Version = 7
+	// VersionV6 is the version before the identities were parts of their own
+	VersionV6 = 6
 )
 
-// idsKey is the storage key of the part of the remembered identities of slice idx.
-func idsKey(idx int64) string { return checkpointKey + ".ids." + strconv.FormatInt(idx, 10) }
+// IDsKey is the storage key of the part of the remembered identities of slice idx.
+func IDsKey(idx int64) string { return Key + ".ids." + strconv.FormatInt(idx, 10) }
 
-var crc32c = crc32.MakeTable(crc32.Castagnoli)
+// CRC32C is the table of the checksums a checkpoint and its parts carry.
+var CRC32C = crc32.MakeTable(crc32.Castagnoli)
 
-// checkpointer saves and restores the state of component id (its engine, its metric inputs, the
-// emitter's queue) through the storage extension its configuration names.
-type checkpointer struct {
-	id      component.ID
-	cfg     *Config
-	logger  *zap.Logger
-	tel     *telemetry
-	engine  *stream.Engine
-	inputs  *metricinput.Inputs
-	emitter *delivery.Emitter
+// Checkpointer is the component's checkpoint coordinator: it owns the ingest gate, captures the
+// state of every participant at one moment of ingest (capture: the metric inputs, the remembered
+// identities, the engine and the emitter's queue), saves it through the storage extension the
+// configuration names, and restores it at start.
+type Checkpointer struct {
+	id          component.ID
+	storage     component.ID
+	fingerprint string
+	maxInput    int
+	logger      *zap.Logger
+	counted     func(ctx context.Context, reason string)
+	setHealth   func(error)
+	engine      *stream.Engine
+	inputs      *metricinput.Inputs
+	emitter     *delivery.Emitter
 	// gate is the ingest gate: held for reading by an ingest call of a gated input (one that keeps
 	// state outside the engine: a metric input stream, a remembered identity) from its first change
-	// of that state until its records are applied (enter, leave), and for writing while a checkpoint
+	// of that state until its records are applied (Enter, Leave), and for writing while a checkpoint
 	// captures the state (capture), so that a checkpoint never holds a stream's base without the
 	// increase measured from it, or an identity without its record, or the reverse.
 	gate  sync.RWMutex
-	gated [numInputs]bool
+	gated []bool
 	// dedup is the remembered identities, or nil
 	dedup *dedup.Set
-	// health hears whether checkpoints succeed
-	health *health
 	// last is what the operator's view reads of the last save, apart from mu, which a save holds
 	// with the ingest gate
-	last atomic.Pointer[checkpointStatus]
+	last atomic.Pointer[Status]
 
 	mu     sync.Mutex
 	client storage.Client
@@ -85,9 +91,39 @@ type checkpointer struct {
 	snap    []byte // the engine's last snapshot, whose buffer the next one reuses (under mu)
 }
 
-// enter holds the ingest gate for reading for an ingest call of input, if input is gated, and reports
-// whether it does; c may be nil (no storage): nothing is gated.
-func (c *checkpointer) enter(input int) bool {
+// Options are what a Checkpointer is made of.
+type Options struct {
+	ID      component.ID // the component's
+	Storage component.ID // the storage extension's
+	// Fingerprint describes what the state of the aggregations means: a checkpoint taken with
+	// another is not restored.
+	Fingerprint string
+	// Gated says, by input (a signal's index), whether its ingest calls keep state outside the engine
+	// and so take the ingest gate; MaxInput is the greatest input a queued batch may name.
+	Gated    []bool
+	MaxInput int
+	Logger   *zap.Logger
+	// Counted counts a checkpoint outcome (saved, save_failed, restored, ...); SetHealth hears
+	// whether checkpoints succeed (nil: they do).
+	Counted   func(ctx context.Context, reason string)
+	SetHealth func(error)
+	// The participants: Dedup may be nil.
+	Engine  *stream.Engine
+	Inputs  *metricinput.Inputs
+	Dedup   *dedup.Set
+	Emitter *delivery.Emitter
+}
+
+// New returns the coordinator of o's participants.
+func New(o Options) *Checkpointer {
+	return &Checkpointer{id: o.ID, storage: o.Storage, fingerprint: o.Fingerprint, maxInput: o.MaxInput,
+		gated: o.Gated, logger: o.Logger, counted: o.Counted, setHealth: o.SetHealth,
+		engine: o.Engine, inputs: o.Inputs, dedup: o.Dedup, emitter: o.Emitter}
+}
+
+// Enter holds the ingest gate for reading for an ingest call of input, if input is gated, and
+// reports whether it does; c may be nil (no storage): nothing is gated.
+func (c *Checkpointer) Enter(input int) bool {
 	if c == nil || !c.gated[input] {
 		return false
 	}
@@ -95,19 +131,37 @@ func (c *checkpointer) enter(input int) bool {
 	return true
 }
 
-// leave lets go of the ingest gate that enter took.
-func (c *checkpointer) leave() { c.gate.RUnlock() }
+// Leave lets go of the ingest gate that Enter took.
+func (c *Checkpointer) Leave() { c.gate.RUnlock() }
+
+// Last returns the outcome of the last save, nil before any.
+func (c *Checkpointer) Last() *Status { return c.last.Load() }
+
+// Wait returns once a save under way, if any, has ended.
+func (c *Checkpointer) Wait() {
+	c.mu.Lock()
+	c.mu.Unlock() //nolint:staticcheck // waiting for it, not guarding anything
+}
+
+// Restore restores the checkpoint data, reading its identities' parts from client: what Start does
+// with what the storage holds, returning the error that Start logs and counts.
+func (c *Checkpointer) Restore(ctx context.Context, client storage.Client, data []byte) error {
+	c.mu.Lock()
+	c.client = client
+	c.mu.Unlock()
+	return c.decode(ctx, data)
+}
 
 // Durable reports whether checkpoints are being written: the emitter's delivery.Durability.
-func (c *checkpointer) Durable() bool { return c.isOpen.Load() && !c.failing.Load() }
+func (c *Checkpointer) Durable() bool { return c.isOpen.Load() && !c.failing.Load() }
 
-// start opens the storage client and restores the last checkpoint. A checkpoint that cannot be read is
+// Start opens the storage client and restores the last checkpoint. A checkpoint that cannot be read is
 // logged and counted, and the component starts clean. A storage extension that is missing or of
 // another kind fails start (a configuration error); one whose client cannot be opened (a damaged
 // file, say) is logged and counted, and the component runs without durable state, trying again at
 // each checkpoint.
-func (c *checkpointer) start(ctx context.Context, host component.Host) error {
-	id := *c.cfg.Storage
+func (c *Checkpointer) Start(ctx context.Context, host component.Host) error {
+	id := c.storage
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
 		return fmt.Errorf("storage: extension %q is not configured in the service's extensions", id)
@@ -128,8 +182,8 @@ func (c *checkpointer) start(ctx context.Context, host component.Host) error {
 
 // open opens the storage client (under mu), and reports whether it did; a failure, or a panic of the
 // storage's own code on a damaged file, is logged and counted.
-func (c *checkpointer) open(ctx context.Context) (ok bool) {
-	id := *c.cfg.Storage
+func (c *Checkpointer) open(ctx context.Context) (ok bool) {
+	id := c.storage
 	defer func() {
 		if p := recover(); p != nil {
 			c.openFailed(ctx, fmt.Errorf("panic: %v", p))
@@ -147,66 +201,33 @@ func (c *checkpointer) open(ctx context.Context) (ok bool) {
 	return true
 }
 
-func (c *checkpointer) openFailed(ctx context.Context, err error) {
-	c.health.set(checkpointConcern, fmt.Errorf("cannot open the storage for window state checkpoints: %w", err))
-	c.setLast(checkpointStatus{failedAt: time.Now(), err: "cannot open the storage: " + err.Error()})
-	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("open_failed"))
+func (c *Checkpointer) openFailed(ctx context.Context, err error) {
+	c.setHealth(fmt.Errorf("cannot open the storage for window state checkpoints: %w", err))
+	c.setLast(Status{FailedAt: time.Now(), Err: "cannot open the storage: " + err.Error()})
+	c.counted(ctx, "open_failed")
 	c.logger.Error("Cannot open the storage for window state checkpoints; running without durable state, trying again at each checkpoint",
-		zap.String("storage", c.cfg.Storage.String()), zap.Error(err))
+		zap.String("storage", c.storage.String()), zap.Error(err))
 }
 
-func (c *checkpointer) restore(ctx context.Context) {
-	data, err := c.client.Get(ctx, checkpointKey)
+func (c *Checkpointer) restore(ctx context.Context) {
+	data, err := c.client.Get(ctx, Key)
 	switch {
 	case err != nil:
-		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
+		c.counted(ctx, "restore_failed")
 		c.logger.Error("Cannot read the window state checkpoint; starting with empty windows", zap.Error(err))
 		return
 	case len(data) == 0:
-		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("empty"))
+		c.counted(ctx, "empty")
 		c.logger.Info("No window state checkpoint in storage; starting with empty windows", zap.Bool("zero_length_value", data != nil))
 		return
 	}
 	if err := c.decode(ctx, data); err != nil {
-		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restore_failed"))
+		c.counted(ctx, "restore_failed")
 		c.logger.Error("Discarding an unreadable window state checkpoint; starting with empty windows", zap.Error(err))
 		return
 	}
-	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("restored"))
+	c.counted(ctx, "restored")
 	c.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
-}
-
-// fingerprint describes what the state of the aggregations means (names, signals, filters, group_by,
-// values, weights, outputs), so that a checkpoint is not restored into another configuration: its
-// series keys would be read against other group-by keys, its counts be of other records or weights.
-// fmt prints maps with sorted keys, so it is stable.
-//
-// The histogram's form is left out: the engine's snapshot checks what of it is state (the explicit
-// buckets), and an exponential max_size shapes the output only. So are exemplars, which a snapshot
-// restores into any number of them.
-func (c *checkpointer) fingerprint() string {
-	// Where is printed by value: fmt prints a pointer nested in a slice as its address, which would
-	// make every configuration with a where clause refuse its own checkpoints after a restart. The
-	// weight is the one in effect, so that writing out its default changes nothing.
-	type stateFields struct {
-		Name    string
-		Signal  SignalName
-		Where   WhereConfig
-		GroupBy []GroupByKey
-		Value   ValueConfig
-		Unit    Unit
-		Weight  Weight
-		Outputs []string
-	}
-	aggs := make([]stateFields, len(c.cfg.Aggregations))
-	for i, a := range c.cfg.Aggregations {
-		var where WhereConfig
-		if a.Where != nil {
-			where = *a.Where
-		}
-		aggs[i] = stateFields{a.Name, a.Signal, where, a.GroupBy, a.Value, a.Unit, a.weight(), a.Outputs}
-	}
-	return fmt.Sprintf("%+v", aggs)
 }
 
 // captured is the state a checkpoint holds, taken at one moment of ingest (capture): the metric
@@ -230,7 +251,7 @@ type captured struct {
 //  4. the emitter's lock (Emitter.Checkpoint): the engine's snapshot (the engine's own locks), which
 //     holds the results fired and not yet collected, then the gate is let go; under the same lock,
 //     the queue, so that no collection moves a result from the one to the other between them.
-func (c *checkpointer) capture() (cp captured) {
+func (c *Checkpointer) capture() (cp captured) {
 	c.gate.Lock()
 	c.inputs.Mu.Lock()
 	cp.inputs = c.inputs.AppendTo(nil)
@@ -249,8 +270,8 @@ func (c *checkpointer) capture() (cp captured) {
 // queued batches are in it. The engine's snapshot goes into a buffer kept from one checkpoint to the
 // next, so that encoding grows no buffer and leaves the collector little garbage; the checkpoint
 // itself is a new buffer, as a storage client may keep what it is given.
-func (c *checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
-	fp := c.fingerprint()
+func (c *Checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
+	fp := c.fingerprint
 	cp := c.capture()
 	inputs, batches, seq, mark := cp.inputs, cp.batches, cp.seq, cp.mark
 	var ids []byte
@@ -258,12 +279,12 @@ func (c *checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
 		ids = mark.Directory()
 	}
 	instance := c.emitter.Instance()
-	size := len(checkpointMagic) + 1 + 6*binary.MaxVarintLen64 + len(fp) + len(instance) + len(c.snap) + len(inputs) + len(ids) + crc32.Size
+	size := len(Magic) + 1 + 6*binary.MaxVarintLen64 + len(fp) + len(instance) + len(c.snap) + len(inputs) + len(ids) + crc32.Size
 	for _, q := range batches {
 		size += 2*binary.MaxVarintLen64 + len(q.Raw)
 	}
 	b := make([]byte, 0, size)
-	b = append(append(b, checkpointMagic...), checkpointVersion)
+	b = append(append(b, Magic...), Version)
 	b = binary.AppendUvarint(b, uint64(len(fp)))
 	b = append(b, fp...)
 	b = binary.AppendUvarint(b, uint64(len(instance)))
@@ -283,7 +304,7 @@ func (c *checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
 	if cap(c.snap) > 4*len(c.snap)+64<<10 { // after a peak of series: let the memory go
 		c.snap = nil
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32c)), seq, mark
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, CRC32C)), seq, mark
 }
 
 var (
@@ -291,19 +312,19 @@ var (
 	errCheckpointChecksum = errors.New("checkpoint is damaged: its checksum does not match")
 )
 
-func (c *checkpointer) decode(ctx context.Context, b []byte) error {
-	if len(b) < len(checkpointMagic)+1 || string(b[:len(checkpointMagic)]) != checkpointMagic {
+func (c *Checkpointer) decode(ctx context.Context, b []byte) error {
+	if len(b) < len(Magic)+1 || string(b[:len(Magic)]) != Magic {
 		return errCheckpointCorrupt
 	}
-	version := b[len(checkpointMagic)]
-	if version != checkpointVersion && version != checkpointV6 {
-		return fmt.Errorf("checkpoint format version %d, this build reads versions %d and %d", version, checkpointV6, checkpointVersion)
+	version := b[len(Magic)]
+	if version != Version && version != VersionV6 {
+		return fmt.Errorf("checkpoint format version %d, this build reads versions %d and %d", version, VersionV6, Version)
 	}
 	n := len(b) - 4
-	if n < len(checkpointMagic)+1 || binary.LittleEndian.Uint32(b[n:]) != crc32.Checksum(b[:n], crc32c) {
+	if n < len(Magic)+1 || binary.LittleEndian.Uint32(b[n:]) != crc32.Checksum(b[:n], CRC32C) {
 		return errCheckpointChecksum
 	}
-	b = b[len(checkpointMagic)+1 : n]
+	b = b[len(Magic)+1 : n]
 	next := func() ([]byte, bool) {
 		n, w := binary.Uvarint(b)
 		if w <= 0 || n > uint64(len(b)-w) {
@@ -317,8 +338,8 @@ func (c *checkpointer) decode(ctx context.Context, b []byte) error {
 	if !ok {
 		return errCheckpointCorrupt
 	}
-	if string(fp) != c.fingerprint() {
-		return fmt.Errorf("checkpoint was taken with aggregations %q, now configured: %q", fp, c.fingerprint())
+	if string(fp) != c.fingerprint {
+		return fmt.Errorf("checkpoint was taken with aggregations %q, now configured: %q", fp, c.fingerprint)
 	}
 	instance, ok := next()
 	if !ok {
@@ -343,7 +364,7 @@ func (c *checkpointer) decode(ctx context.Context, b []byte) error {
 	restoreIDs, dropped, ofV6 := func() {}, 0, false
 	switch {
 	case c.dedup == nil || len(ids) == 0: // without dedup now, the identities are of no use
-	case version == checkpointV6:
+	case version == VersionV6:
 		ofV6 = true
 	default:
 		dir, err := dedup.DecodeDirectory(ids)
@@ -352,7 +373,7 @@ func (c *checkpointer) decode(ctx context.Context, b []byte) error {
 		}
 		var sameWidth bool
 		restoreIDs, dropped, sameWidth, err = c.dedup.Restore(dir, func(idx int64) ([]byte, bool) {
-			part, err := c.client.Get(ctx, idsKey(idx))
+			part, err := c.client.Get(ctx, IDsKey(idx))
 			return part, err == nil && part != nil
 		})
 		if err != nil {
@@ -374,7 +395,7 @@ func (c *checkpointer) decode(ctx context.Context, b []byte) error {
 	var u pmetric.ProtoUnmarshaler
 	for range nq {
 		input, w := binary.Uvarint(b)
-		if w <= 0 || input > inputAny {
+		if w <= 0 || input > uint64(c.maxInput) {
 			return errCheckpointCorrupt
 		}
 		b = b[w:]
@@ -418,7 +439,7 @@ func (c *checkpointer) decode(ctx context.Context, b []byte) error {
 // batches the checkpoint holds are released for delivery once the storage has taken it. While saves
 // fail, the state is not durable: results go out without waiting for a checkpoint, as when storage
 // cannot be opened, rather than pile up until the bound drops them.
-func (c *checkpointer) Save(ctx context.Context) {
+func (c *Checkpointer) Save(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.client == nil && (c.ext == nil || !c.open(ctx)) {
@@ -426,14 +447,14 @@ func (c *checkpointer) Save(ctx context.Context) {
 	}
 	data, seq, mark := c.encode()
 	em := c.emitter
-	ops, size := []*storage.Operation{storage.SetOperation(checkpointKey, data)}, len(data)
+	ops, size := []*storage.Operation{storage.SetOperation(Key, data)}, len(data)
 	if mark != nil {
 		for _, p := range mark.Parts() {
-			ops = append(ops, storage.SetOperation(idsKey(p.Index), p.Data))
+			ops = append(ops, storage.SetOperation(IDsKey(p.Index), p.Data))
 			size += len(p.Data)
 		}
 		for _, idx := range mark.Stale() {
-			ops = append(ops, storage.DeleteOperation(idsKey(idx)))
+			ops = append(ops, storage.DeleteOperation(IDsKey(idx)))
 		}
 	}
 	err := c.client.Batch(ctx, ops...)
@@ -441,22 +462,23 @@ func (c *checkpointer) Save(ctx context.Context) {
 		mark.Done(err == nil)
 	}
 	if err != nil {
-		c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("save_failed"))
+		c.counted(ctx, "save_failed")
 		c.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
-		c.health.set(checkpointConcern, fmt.Errorf("cannot save the window state checkpoint: %w", err))
-		c.setLast(checkpointStatus{failedAt: time.Now(), err: err.Error()})
+		c.setHealth(fmt.Errorf("cannot save the window state checkpoint: %w", err))
+		c.setLast(Status{FailedAt: time.Now(), Err: err.Error()})
 		c.failing.Store(true)
 		em.WakeDelivery()
 		return
 	}
 	c.failing.Store(false)
-	c.health.set(checkpointConcern, nil)
-	c.setLast(checkpointStatus{savedAt: time.Now(), bytes: size})
-	c.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr("saved"))
+	c.setHealth(nil)
+	c.setLast(Status{SavedAt: time.Now(), Bytes: size})
+	c.counted(ctx, "saved")
 	em.Checkpointed(seq)
 }
 
-func (c *checkpointer) shutdown(ctx context.Context) error {
+// Shutdown closes the storage client; no save opens it again.
+func (c *Checkpointer) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ext = nil // no more opens
@@ -469,19 +491,19 @@ func (c *checkpointer) shutdown(ctx context.Context) error {
 	return err
 }
 
-// checkpointStatus is the outcome of the last save: when the last one succeeded and its size, and
+// Status is the outcome of the last save: when the last one succeeded and its size, and
 // the error of a failure since.
-type checkpointStatus struct {
-	savedAt  time.Time
-	bytes    int
-	failedAt time.Time
-	err      string
+type Status struct {
+	SavedAt  time.Time
+	Bytes    int
+	FailedAt time.Time
+	Err      string
 }
 
 // setLast records a save's outcome, keeping the last success's time and size across failures.
-func (c *checkpointer) setLast(st checkpointStatus) {
-	if prev := c.last.Load(); prev != nil && st.savedAt.IsZero() {
-		st.savedAt, st.bytes = prev.savedAt, prev.bytes
+func (c *Checkpointer) setLast(st Status) {
+	if prev := c.last.Load(); prev != nil && st.SavedAt.IsZero() {
+		st.SavedAt, st.Bytes = prev.SavedAt, prev.Bytes
 	}
 	c.last.Store(&st)
 }
