@@ -8,6 +8,7 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
+	"github.com/windowaggregator/windowaggregator/internal/values"
 )
 
 // What one metric data point is, and what it adds to one aggregation, by the kind of its metric: a
@@ -132,14 +133,14 @@ func (f histogramFault) malformed() bool { return f >= faultBucketCounts && f <=
 type pointAdd struct {
 	outcome pointOutcome
 	value   float64
-	why     valueReason
+	why     values.Reason
 	weight  uint32
 	dist    *stream.Distribution
 	reset   bool           // the point reset its stream: it counts whole
 	fault   histogramFault // a histogram left out of the histogram output or the percentiles, and why
 }
 
-func valueAdd(v float64, why valueReason) pointAdd {
+func valueAdd(v float64, why values.Reason) pointAdd {
 	return pointAdd{outcome: pointAggregated, value: v, why: why, weight: 1}
 }
 
@@ -262,22 +263,22 @@ func (pa *pointAdder) scratchSketch() *sketch.Histogram {
 
 // numberOf reads a number point's value: none for a point whose value is not set (OTLP requires one,
 // but a point can come without).
-func numberOf(dp pmetric.NumberDataPoint) (float64, valueReason) {
+func numberOf(dp pmetric.NumberDataPoint) (float64, values.Reason) {
 	switch dp.ValueType() {
 	case pmetric.NumberDataPointValueTypeInt:
-		return float64(dp.IntValue()), valueOK
+		return float64(dp.IntValue()), values.OK
 	case pmetric.NumberDataPointValueTypeDouble:
-		return finite(dp.DoubleValue())
+		return values.Finite(dp.DoubleValue())
 	}
-	return math.NaN(), valueMissing
+	return math.NaN(), values.Missing
 }
 
 // increaseOf reads a monotonic sum's point: a negative value is no increase, and is left out, so that
 // a monotonic output stays monotonic.
-func increaseOf(dp pmetric.NumberDataPoint) (float64, valueReason) {
+func increaseOf(dp pmetric.NumberDataPoint) (float64, values.Reason) {
 	v, why := numberOf(dp)
-	if why == valueOK && v < 0 {
-		return math.NaN(), valueNegative
+	if why == values.OK && v < 0 {
+		return math.NaN(), values.Negative
 	}
 	return v, why
 }
@@ -320,7 +321,7 @@ func restarted(prev *metricinput.Stream, start uint64) bool {
 func (pa *pointAdder) addCounter(p *dataPoint, a *aggregation, in *metricinput.Inputs) pointAdd {
 	dp := p.num
 	v, why := increaseOf(dp)
-	if why != valueOK {
+	if why != values.OK {
 		return valueAdd(v, why) // counted without a value; the base stays
 	}
 	j, stop := judge(p, a, in)
@@ -332,20 +333,20 @@ func (pa *pointAdder) addCounter(p *dataPoint, a *aggregation, in *metricinput.I
 	case j.fresh && !j.whole:
 		return pointAdd{outcome: pointBase}
 	case j.fresh:
-		return valueAdd(v, valueOK)
+		return valueAdd(v, values.OK)
 	case v < j.prev.Value || restarted(&j.prev, j.start):
-		add := valueAdd(v, valueOK)
+		add := valueAdd(v, values.OK)
 		add.reset = true
 		return add
 	}
-	return valueAdd(v-j.prev.Value, valueOK)
+	return valueAdd(v-j.prev.Value, values.OK)
 }
 
 // histogramHead is what a histogram point of either form says of its values as a whole.
 type histogramHead struct {
 	count     uint64
 	sum       float64
-	sumWhy    valueReason // valueOK: sum is their finite sum
+	sumWhy    values.Reason // values.OK: sum is their finite sum
 	min, max  float64
 	hasMinMax bool
 }
@@ -357,9 +358,9 @@ func headOf(count uint64, hasSum bool, sum float64, hasMin bool, lo float64, has
 		hasMinMax: hasMin && hasMax && lo <= hi && !math.IsInf(lo, 0) && !math.IsInf(hi, 0)}
 	switch {
 	case !hasSum:
-		h.sumWhy = valueMissing
+		h.sumWhy = values.Missing
 	case math.IsNaN(sum) || math.IsInf(sum, 0):
-		h.sumWhy = valueNotFinite
+		h.sumWhy = values.NotFinite
 	}
 	return h
 }
@@ -368,8 +369,8 @@ func headOf(count uint64, hasSum bool, sum float64, hasMin bool, lo float64, has
 // sum, but not their min and max.
 func (h histogramHead) less(prev *metricinput.Stream) histogramHead {
 	d := histogramHead{count: h.count - prev.Count, sum: h.sum - prev.Value, sumWhy: h.sumWhy}
-	if d.sumWhy == valueOK && (math.IsNaN(d.sum) || math.IsInf(d.sum, 0)) {
-		d.sumWhy = valueNotFinite // the last point had none
+	if d.sumWhy == values.OK && (math.IsNaN(d.sum) || math.IsInf(d.sum, 0)) {
+		d.sumWhy = values.NotFinite // the last point had none
 	}
 	return d
 }
@@ -381,7 +382,7 @@ func (pa *pointAdder) distribution(h histogramHead, buckets []uint64, sk *sketch
 	switch {
 	case h.count == 0:
 		return pointAdd{outcome: pointEmpty}
-	case h.sumWhy != valueOK:
+	case h.sumWhy != values.OK:
 		d := pa.newDist(0)
 		d.Count, d.NoValues = h.count, true
 		return pointAdd{outcome: pointAggregated, dist: d, why: h.sumWhy, fault: fault}

@@ -13,6 +13,7 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
+	"github.com/windowaggregator/windowaggregator/internal/values"
 )
 
 // outcome is what became of one record of an ingest call, in one encoding for the engine's verdicts,
@@ -53,7 +54,7 @@ func (o outcome) late() bool {
 // configured one, and why; it is counted once the record turns out aggregated.
 type fault struct {
 	rec    int32
-	value  valueReason
+	value  values.Reason
 	weight weightReason
 }
 
@@ -173,7 +174,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 				run.tl.aheadOfClock++ // aggregated, but W does not follow it past the clock
 			}
 		}
-		if it.why != valueOK || it.whyWeight != weightOK {
+		if it.why != values.OK || it.whyWeight != weightOK {
 			run.sc.faults = append(run.sc.faults, fault{rec.Tag, it.why, it.whyWeight})
 		}
 		if it.truncated {
@@ -204,7 +205,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 // value cut.
 type staged struct {
 	v         float64
-	why       valueReason
+	why       values.Reason
 	weight    uint32
 	whyWeight weightReason
 	dist      *stream.Distribution

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/values"
 )
 
 // What an aggregation reads of a record, through the view (record.go): whether it selects it, its
@@ -78,10 +79,10 @@ func (c *aggregation) matches(r *record) bool {
 // readComputed reads what an aggregation with OTTL or defaults reads of the view's record: whether its
 // conditions select it (any one true), and if so its value and its series key (into rg.key). An OTTL
 // error counts as the condition false, the key or the value missing (see ottlErrors).
-func (rg *reading) readComputed(a *aggregation) (v float64, why valueReason, truncated, selected bool) {
+func (rg *reading) readComputed(a *aggregation) (v float64, why values.Reason, truncated, selected bool) {
 	r := rg.r
 	if len(a.conditions) > 0 && !rg.anyCondition(a) {
-		return 0, valueOK, false, false
+		return 0, values.OK, false, false
 	}
 	if a.valueExpr != nil {
 		x, err := a.valueExpr(rg.ctx, r)
@@ -217,39 +218,20 @@ func cutUTF8(s string, n int) string {
 	return s[:n]
 }
 
-// Reasons a record has no value, by index; each name is a counter attribute.
-type valueReason uint8
-
-const (
-	valueOK valueReason = iota
-	valueMissing
-	valueNotNumeric
-	valueNotFinite
-	valueEndBeforeStart
-	valueNoStart
-	valueNegative // a monotonic sum's negative value: no increase
-	numValueReasons
-)
-
-var valueReasonNames = [numValueReasons]string{
-	valueMissing: "missing", valueNotNumeric: "not_numeric", valueNotFinite: "not_finite", valueEndBeforeStart: "end_before_start",
-	valueNoStart: "no_start", valueNegative: "negative",
-}
-
 // value returns the record's value, or NaN and the reason there is none. A span without a start has
 // no duration, however long since 1970 its end.
-func (c *aggregation) value(r *record) (float64, valueReason) {
+func (c *aggregation) value(r *record) (float64, values.Reason) {
 	switch {
 	case !c.hasValue:
-		return math.NaN(), valueOK
+		return math.NaN(), values.OK
 	case !c.duration:
 		return number(r, c.valueKey)
 	case r.start == 0:
-		return math.NaN(), valueNoStart
+		return math.NaN(), values.NoStart
 	case r.end < r.start:
-		return math.NaN(), valueEndBeforeStart
+		return math.NaN(), values.EndBeforeStart
 	}
-	return float64(r.end-r.start) / c.unitScale, valueOK
+	return float64(r.end-r.start) / c.unitScale, values.OK
 }
 
 // weighsOne reports, without a call, that the record weighs 1 for the aggregation: it weighs none,
@@ -279,14 +261,14 @@ func (c *aggregation) weigh(r *record, ts *traceStates) (uint32, weightReason) {
 }
 
 // weightOfValue is the weight reason of a value that could not be read as a number.
-var weightOfValue = [numValueReasons]weightReason{
-	valueMissing: weightMissing, valueNotNumeric: weightNotNumeric, valueNotFinite: weightNotFinite,
+var weightOfValue = [values.NumReasons]weightReason{
+	values.Missing: weightMissing, values.NotNumeric: weightNotNumeric, values.NotFinite: weightNotFinite,
 }
 
 // positiveWeight checks a weight read from an attribute: a finite number above 0.
-func positiveWeight(w float64, why valueReason) (float64, weightReason) {
+func positiveWeight(w float64, why values.Reason) (float64, weightReason) {
 	switch {
-	case why != valueOK:
+	case why != values.OK:
 		return 1, weightOfValue[why]
 	case w <= 0:
 		return 1, weightNotPositive
@@ -296,13 +278,13 @@ func positiveWeight(w float64, why valueReason) (float64, weightReason) {
 
 // number reads key k of the record as a number: an int, a double, or a string holding one; else NaN
 // and the reason.
-func number(r *record, k keyRef) (float64, valueReason) {
+func number(r *record, k keyRef) (float64, values.Reason) {
 	if k.field >= 0 { // a record field such as severity.text, read as a number
 		return parseValue(r.field[k.field])
 	}
 	v, _, ok := r.lookup(k.name)
 	if !ok {
-		return math.NaN(), valueMissing
+		return math.NaN(), values.Missing
 	}
 	var f float64
 	switch v.Type() {
@@ -313,25 +295,18 @@ func number(r *record, k keyRef) (float64, valueReason) {
 	case pcommon.ValueTypeStr:
 		return parseValue(v.Str())
 	default:
-		return math.NaN(), valueNotNumeric
+		return math.NaN(), values.NotNumeric
 	}
-	return finite(f)
+	return values.Finite(f)
 }
 
 // parseValue reads a number written in a string.
-func parseValue(str string) (float64, valueReason) {
+func parseValue(str string) (float64, values.Reason) {
 	f, err := strconv.ParseFloat(strings.TrimSpace(str), 64)
 	if err != nil {
-		return math.NaN(), valueNotNumeric
+		return math.NaN(), values.NotNumeric
 	}
-	return finite(f)
-}
-
-func finite(f float64) (float64, valueReason) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return math.NaN(), valueNotFinite
-	}
-	return f, valueOK
+	return values.Finite(f)
 }
 
 // appendComputed appends the value v of a computed group_by key to the key: strings, ints, doubles,
@@ -393,27 +368,27 @@ func sliceValue(s pcommon.Slice) pcommon.Value {
 
 // computedNumber reads the value of a value expression: an int, a double, or a string holding a
 // number; anything else means the record has no value.
-func computedNumber(v any) (float64, valueReason) {
+func computedNumber(v any) (float64, values.Reason) {
 	switch x := v.(type) {
 	case nil:
-		return math.NaN(), valueMissing
+		return math.NaN(), values.Missing
 	case int64:
-		return float64(x), valueOK
+		return float64(x), values.OK
 	case float64:
-		return finite(x)
+		return values.Finite(x)
 	case string:
 		return parseValue(x)
 	case pcommon.Value:
 		switch x.Type() {
 		case pcommon.ValueTypeInt:
-			return float64(x.Int()), valueOK
+			return float64(x.Int()), values.OK
 		case pcommon.ValueTypeDouble:
-			return finite(x.Double())
+			return values.Finite(x.Double())
 		case pcommon.ValueTypeStr:
 			return parseValue(x.Str())
 		case pcommon.ValueTypeEmpty:
-			return math.NaN(), valueMissing
+			return math.NaN(), values.Missing
 		}
 	}
-	return math.NaN(), valueNotNumeric
+	return math.NaN(), values.NotNumeric
 }

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
+	"github.com/windowaggregator/windowaggregator/internal/values"
 )
 
 // What an ingest call reports once its records are applied: its tally of outcomes, added to the
@@ -20,7 +21,7 @@ type tally struct {
 	sharedSource                       int64              // records of sources past max_sources
 	late                               [numVerdicts]int64 // by verdict: expired, future, invalid
 	duplicates, dedupOverflow          int64
-	values                             [numValueReasons]int64
+	values                             [values.NumReasons]int64
 	weights                            [numWeightReasons]int64
 }
 
@@ -58,7 +59,7 @@ func (s *shared) report(ctx context.Context, t *tally, input int, action lateAct
 	if t.dedupOverflow > 0 {
 		tel.WindowAggregatorDedupOverflow.Add(ctx, t.dedupOverflow, signalOptions[input]...)
 	}
-	for reason := valueOK + 1; reason < numValueReasons; reason++ {
+	for reason := values.OK + 1; reason < values.NumReasons; reason++ {
 		if n := t.values[reason]; n > 0 {
 			tel.WindowAggregatorValuesMissing.Add(ctx, n, valueReasonOptions[reason]...)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
+	"github.com/windowaggregator/windowaggregator/internal/values"
 )
 
 // telemetry is the component's self-telemetry: the instruments declared in metadata.yaml
@@ -82,8 +83,8 @@ var (
 		}
 		return o
 	}()
-	valueReasonOptions = func() (o [numValueReasons][]metric.AddOption) {
-		for i, reason := range valueReasonNames {
+	valueReasonOptions = func() (o [values.NumReasons][]metric.AddOption) {
+		for i, reason := range values.Names {
 			o[i] = []metric.AddOption{reasonAttr(reason)}
 		}
 		return o
