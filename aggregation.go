@@ -45,8 +45,9 @@ type aggregation struct {
 	outputs   []delivery.Emitted // in table order
 	histogram bool               // one of them is the histogram
 	quantiles []float64
-	histMax   int       // buckets per sign of the exponential histogram output
-	bounds    []float64 // the explicit histogram output's bucket bounds, in the value's unit; nil: exponential
+	histMax   int                // buckets per sign of the exponential histogram output
+	bounds    []float64          // the explicit histogram output's bucket bounds, in the value's unit; nil: exponential
+	point     metricinput.Target // what it asks of the metric points it takes
 	// exemplars kept per pane and point: max_per_data_point for the histogram's points, 1 for the
 	// max gauge alone; 0: none
 	exemplars int
@@ -182,8 +183,14 @@ func compileAggregation(index int, a AggregationConfig, parsers *ottlParsers) (*
 	if c.exemplars = a.Exemplars.perPoint(); c.exemplars > 0 && !c.histogram {
 		c.exemplars = 1 // the max gauge's alone
 	}
+	c.point = metricinput.Target{Index: c.index, Histogram: c.histogram, Quantiles: len(c.quantiles) > 0, Bounds: c.bounds,
+		Sketch: len(c.quantiles) > 0 || c.bounds == nil && c.histogram}
 	return c, nil
 }
+
+// feedsSketch reports whether the aggregation keeps a sketch (an exponential histogram output, or
+// percentiles).
+func (c *aggregation) feedsSketch() bool { return c.point.Sketch }
 
 // fields returns the special keys of its signal that the aggregation reads (bit i: key i), to group
 // by, to select, as its value or its weight.

@@ -13,8 +13,9 @@
 //	ingest.go, the core: a record's identity is claimed at the first aggregation that selects it
 //	   │  (dedup.go's stage, over internal/dedup: a duplicate goes no further); each aggregation
 //	   │  (aggregation.go) reads the view (reading.go: selection, key and value, as configured or by
-//	   │  OTTL) and weighs it (weight.go); a metric point adds what its kind says (datapoints.go,
-//	   │  histograms.go; its input stream's last point, internal/metricinput, keyed by streamidentity.go);
+//	   │  OTTL) and weighs it (weight.go); a metric point adds what its kind says against its input
+//	   │  stream's last point (internal/metricinput: points.go, histograms.go, inputs.go), the stream
+//	   │  keyed by streamidentity.go);
 //	   │  the record is staged at its event time, a histogram point as a distribution; report.go
 //	   │  counts the call's outcomes
 //	   ▼
@@ -44,8 +45,7 @@
 // Each file refers only to files named after it in this order (`go run ./scripts/structure -all .`
 // prints it; `make test` fails on a reference that runs back up): explain.go, factory.go, logs.go,
 // metrics.go, spans.go, validate.go, view.go, ingest.go, instance.go, metricreader.go, report.go,
-// state.go, aggcounts.go, dedup.go, histograms.go, memory.go, telemetry.go,
-// datapoints.go, reading.go, aggregation.go, config.go, enums.go, signal.go, ottl.go, record.go,
+// state.go, aggcounts.go, dedup.go, memory.go, telemetry.go, reading.go, aggregation.go, config.go, enums.go, signal.go, ottl.go, record.go,
 // streamidentity.go, health.go, late.go, watch.go, weight.go.
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):

@@ -14,6 +14,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // FuzzConfig: any YAML either fails to unmarshal or validate, or builds a working component. It never
@@ -320,10 +321,10 @@ func checkMetricsTaken(t *testing.T, md pmetric.Metrics) {
 	duplicates := counterIncluding(t, r.tel, "otelcol_window_aggregator_duplicate_records", nil) // taken before: removed again
 	counted, taken = counted+duplicates, taken+duplicates
 	for _, agg := range []string{"a", "b"} {
-		for o := pointBase; o < numPointOutcomes; o++ {
-			n := pointsCounter(t, r.tel, agg, pointOutcomeNames[o])
+		for o := metricinput.Base; o < metricinput.NumOutcomes; o++ {
+			n := pointsCounter(t, r.tel, agg, metricinput.OutcomeNames[o])
 			counted += n
-			if o.held() {
+			if o.Held() {
 				taken += n
 			}
 		}

@@ -97,7 +97,7 @@ func (sc *scratch) release() {
 // stage runs the view's record, at event time t, through the aggregations that select it: each gets
 // the record staged in the batch, at its weight, unless the record's time is invalid or in the future,
 // or it weighs nothing for the aggregation. A metric point (with run.points) is staged as what it
-// adds to each aggregation (pointAdder.add), worked out once its time is known to be on time: a
+// adds to each aggregation (metricinput.Adder), worked out once its time is known to be on time: a
 // point that adds nothing is held back or refused. The record's outcome is settled by apply.
 func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 	r, kb, b, pr := run.r, run.key, run.b, run.points
@@ -131,8 +131,8 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 				at[a.index].unmatched++
 				continue
 			}
-			if pr.refusal != pointAggregated {
-				pr.adds.refuse(a, pr.refusal)
+			if pr.refusal != metricinput.Aggregated {
+				pr.adds.Refuse(&a.point, pr.refusal)
 				left = true
 				continue
 			}
@@ -163,8 +163,8 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 			checked = true
 		}
 		if pr != nil {
-			if o := run.addPoint(a, &it); o != pointAggregated {
-				held, left = held || o.held(), left || !o.held()
+			if o := run.addPoint(a, &it); o != metricinput.Aggregated {
+				held, left = held || o.Held(), left || !o.Held()
 				continue
 			}
 		}
@@ -213,38 +213,38 @@ type staged struct {
 }
 
 // addPoint works out what the view's metric point adds to aggregation a, by the kind of its metric,
-// changing a's input stream of it, into it, with its key; it returns the outcome, pointAggregated
+// changing a's input stream of it, into it, with its key; it returns the outcome, metricinput.Aggregated
 // unless the point adds nothing. Under metricinput.Inputs.Mu.
-func (run *ingestRun) addPoint(a *aggregation, it *staged) pointOutcome {
+func (run *ingestRun) addPoint(a *aggregation, it *staged) metricinput.Outcome {
 	pr := run.points
 	pa, p := &pr.adds, &pr.p
-	var add pointAdd
-	switch p.kind {
-	case pointCounter:
-		add = pa.addCounter(p, a, run.in)
-	case pointHistogram:
-		add = pa.addHistogram(p, a, run.in)
-	case pointExponential:
-		add = pa.addExponential(p, a, run.in)
-	case pointIncrease:
-		add = valueAdd(increaseOf(p.num))
+	var add metricinput.Add
+	switch p.Kind {
+	case metricinput.KindCounter:
+		add = pa.AddCounter(p, &a.point, run.in)
+	case metricinput.KindHistogram:
+		add = pa.AddHistogram(p, &a.point, run.in)
+	case metricinput.KindExponential:
+		add = pa.AddExponential(p, &a.point, run.in)
+	case metricinput.KindIncrease:
+		add = metricinput.ValueAdd(metricinput.IncreaseOf(p.Num))
 	default:
-		add = valueAdd(numberOf(p.num))
+		add = metricinput.ValueAdd(metricinput.NumberOf(p.Num))
 	}
-	pa.count(a, &add)
-	if add.outcome != pointStreamLimit {
-		a.input.Learn(pr.m.Unit(), pr.p.kind == pointIncrease || pr.p.kind == pointCounter)
+	pa.Count(&a.point, &add)
+	if add.Outcome != metricinput.StreamLimit {
+		a.input.Learn(pr.m.Unit(), pr.p.Kind == metricinput.KindIncrease || pr.p.Kind == metricinput.KindCounter)
 	}
-	if add.outcome != pointAggregated {
-		return add.outcome
+	if add.Outcome != metricinput.Aggregated {
+		return add.Outcome
 	}
-	it.v, it.why, it.weight, it.dist = add.value, add.why, add.weight, add.dist
+	it.v, it.why, it.weight, it.dist = add.Value, add.Why, add.Weight, add.Dist
 	if a.computed {
 		it.truncated = run.buildComputedKey(a)
 	} else {
 		it.truncated = a.buildKey(run.key, run.r)
 	}
-	return pointAggregated
+	return metricinput.Aggregated
 }
 
 // finishRun applies the run's records, copies its late ones with lateCopy when action routes them and

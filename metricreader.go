@@ -19,11 +19,11 @@ type metricReader struct {
 	rm pmetric.ResourceMetrics
 	sm pmetric.ScopeMetrics
 	m  pmetric.Metric
-	p  dataPoint
-	// summary is the point of a summary, for OTTL; refusal is pointAggregated, or why no aggregation
+	p  metricinput.Point
+	// summary is the point of a summary, for OTTL; refusal is metricinput.Aggregated, or why no aggregation
 	// takes the point (a summary, no recorded value).
 	summary pmetric.SummaryDataPoint
-	refusal pointOutcome
+	refusal metricinput.Outcome
 	tctx    transformContext[*ottldatapoint.TransformContext]
 
 	// The identity of the point's stream, by part, computed when a cumulative stream first asks.
@@ -39,20 +39,20 @@ type metricReader struct {
 	kindID uint64
 	kindOK bool
 
-	adds pointAdder
+	adds metricinput.Adder
 }
 
 var metricReaders = sync.Pool{New: func() any {
 	rd := new(metricReader)
 	rd.src = rd
-	rd.p.streamKey = rd.streamKey
+	rd.p.StreamKey = rd.streamKey
 	return rd
 }}
 
 // getMetricReader returns a reader for a call, of a component of aggs aggregations.
 func getMetricReader(aggs int) *metricReader {
 	rd := metricReaders.Get().(*metricReader)
-	rd.adds.begin(aggs)
+	rd.adds.Begin(aggs)
 	return rd
 }
 
@@ -60,8 +60,8 @@ func (rd *metricReader) release() {
 	rd.tctx.close()
 	rd.clear()
 	rd.rm, rd.sm, rd.m, rd.summary = pmetric.ResourceMetrics{}, pmetric.ScopeMetrics{}, pmetric.Metric{}, pmetric.SummaryDataPoint{}
-	rd.p.num, rd.p.hist, rd.p.exp = pmetric.NumberDataPoint{}, pmetric.HistogramDataPoint{}, pmetric.ExponentialHistogramDataPoint{}
-	rd.adds.release()
+	rd.p.Num, rd.p.Hist, rd.p.Exp = pmetric.NumberDataPoint{}, pmetric.HistogramDataPoint{}, pmetric.ExponentialHistogramDataPoint{}
+	rd.adds.Release()
 	metricReaders.Put(rd)
 }
 
@@ -81,7 +81,7 @@ func (rd *metricReader) setScope(sm pmetric.ScopeMetrics) {
 // setMetric points the view at the points of metric m.
 func (rd *metricReader) setMetric(m pmetric.Metric) {
 	rd.m, rd.nameOK, rd.kindOK = m, false, false
-	rd.p.kind, rd.p.cumulative = kindOf(m)
+	rd.p.Kind, rd.p.Cumulative = metricinput.KindOf(m)
 	rd.field[fieldMetricName] = m.Name()
 }
 
@@ -91,13 +91,13 @@ func (rd *metricReader) point(attrs pcommon.Map, t uint64, noValue bool) int64 {
 	rd.tctx.close()
 	rd.next(attrs)
 	rd.keyOK = false
-	rd.adds.next()
-	rd.refusal = pointAggregated
+	rd.adds.Next()
+	rd.refusal = metricinput.Aggregated
 	switch {
-	case rd.p.kind == pointSummary:
-		rd.refusal = pointSummaryOutcome
+	case rd.p.Kind == metricinput.KindSummary:
+		rd.refusal = metricinput.SummaryOutcome
 	case noValue:
-		rd.refusal = pointNoRecordedValue
+		rd.refusal = metricinput.NoRecordedValue
 	}
 	return timeOf(t)
 }
@@ -124,7 +124,7 @@ func (rd *metricReader) weightSeed() uint64 { return 0 } // metric points weigh 
 // the same point.
 func (rd *metricReader) identity() (dedup.ID, bool) {
 	if !rd.kindOK {
-		b := append(rd.idBuf[:0], byte(rd.m.Type()), byte(rd.p.kind))
+		b := append(rd.idBuf[:0], byte(rd.m.Type()), byte(rd.p.Kind))
 		rd.idBuf = append(b, rd.m.Unit()...)
 		rd.kindID, rd.kindOK = uint64(dedup.Hash(rd.idBuf)), true
 	}
@@ -134,29 +134,29 @@ func (rd *metricReader) identity() (dedup.ID, bool) {
 
 // times returns the point's start time and time.
 func (rd *metricReader) times() (start, t uint64) {
-	switch rd.p.kind {
-	case pointHistogram:
-		return uint64(rd.p.hist.StartTimestamp()), uint64(rd.p.hist.Timestamp())
-	case pointExponential:
-		return uint64(rd.p.exp.StartTimestamp()), uint64(rd.p.exp.Timestamp())
-	case pointSummary:
+	switch rd.p.Kind {
+	case metricinput.KindHistogram:
+		return uint64(rd.p.Hist.StartTimestamp()), uint64(rd.p.Hist.Timestamp())
+	case metricinput.KindExponential:
+		return uint64(rd.p.Exp.StartTimestamp()), uint64(rd.p.Exp.Timestamp())
+	case metricinput.KindSummary:
 		return uint64(rd.summary.StartTimestamp()), uint64(rd.summary.Timestamp())
 	}
-	return uint64(rd.p.num.StartTimestamp()), uint64(rd.p.num.Timestamp())
+	return uint64(rd.p.Num.StartTimestamp()), uint64(rd.p.Num.Timestamp())
 }
 
 func (rd *metricReader) ottlContext() any {
 	return rd.tctx.get(func() *ottldatapoint.TransformContext {
 		var dp any
-		switch rd.p.kind {
-		case pointHistogram:
-			dp = rd.p.hist
-		case pointExponential:
-			dp = rd.p.exp
-		case pointSummary:
+		switch rd.p.Kind {
+		case metricinput.KindHistogram:
+			dp = rd.p.Hist
+		case metricinput.KindExponential:
+			dp = rd.p.Exp
+		case metricinput.KindSummary:
 			dp = rd.summary
 		default:
-			dp = rd.p.num
+			dp = rd.p.Num
 		}
 		return ottldatapoint.NewTransformContext(rd.rm, rd.sm, rd.m, dp)
 	})

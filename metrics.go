@@ -12,10 +12,11 @@ import (
 	"go.opentelemetry.io/collector/processor"
 
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // Metric points as input: all of the component that knows pmetric as input, but for the reader
-// (metricreader.go) and what a point adds (datapoints.go, histograms.go): the walk that shows the
+// (metricreader.go) and what a point adds (internal/metricinput): the walk that shows the
 // core each data point of the metrics an aggregation names, the removal of the points taken
 // (drop_aggregated_input), and pmetric's names for the instances. A late metric point is counted and
 // dropped: the connector's metrics output carries window results only.
@@ -48,7 +49,7 @@ func ingestMetrics(s *shared, ctx context.Context, md pmetric.Metrics, action la
 	if action == latePassed && s.cfg.DropAggregatedInput {
 		removeTaken(md, sa, run.sc.state)
 	}
-	s.reportPoints(ctx, rd.adds.tally)
+	s.reportPoints(ctx, rd.adds.Tally)
 	return late, false, run.finish(ctx, action)
 }
 
@@ -83,20 +84,20 @@ func isInput(sm pmetric.ScopeMetrics) bool { return sm.Scope().Name() != metadat
 
 // stagePoints stages each point of the view's metric for aggregations aggs.
 func stagePoints(run *ingestRun, rd *metricReader, aggs []*aggregation) {
-	switch m := rd.m; rd.p.kind {
-	case pointValue, pointIncrease, pointCounter:
+	switch m := rd.m; rd.p.Kind {
+	case metricinput.KindValue, metricinput.KindIncrease, metricinput.KindCounter:
 		var dps pmetric.NumberDataPointSlice
 		if m.Type() == pmetric.MetricTypeSum {
 			dps = m.Sum().DataPoints()
 		} else {
 			dps = m.Gauge().DataPoints()
 		}
-		stageEach(run, rd, aggs, dps.All(), func(dp pmetric.NumberDataPoint) { rd.p.num = dp })
-	case pointHistogram:
-		stageEach(run, rd, aggs, m.Histogram().DataPoints().All(), func(dp pmetric.HistogramDataPoint) { rd.p.hist = dp })
-	case pointExponential:
-		stageEach(run, rd, aggs, m.ExponentialHistogram().DataPoints().All(), func(dp pmetric.ExponentialHistogramDataPoint) { rd.p.exp = dp })
-	case pointSummary:
+		stageEach(run, rd, aggs, dps.All(), func(dp pmetric.NumberDataPoint) { rd.p.Num = dp })
+	case metricinput.KindHistogram:
+		stageEach(run, rd, aggs, m.Histogram().DataPoints().All(), func(dp pmetric.HistogramDataPoint) { rd.p.Hist = dp })
+	case metricinput.KindExponential:
+		stageEach(run, rd, aggs, m.ExponentialHistogram().DataPoints().All(), func(dp pmetric.ExponentialHistogramDataPoint) { rd.p.Exp = dp })
+	case metricinput.KindSummary:
 		stageEach(run, rd, aggs, m.Summary().DataPoints().All(), func(dp pmetric.SummaryDataPoint) { rd.summary = dp })
 	}
 }
@@ -188,19 +189,19 @@ func removeFrom[P any, S interface {
 }
 
 // reportPoints adds one call's point tallies to the counters.
-func (s *shared) reportPoints(ctx context.Context, tally []pointTally) {
+func (s *shared) reportPoints(ctx context.Context, tally []metricinput.Tally) {
 	for i := range tally {
 		t := &tally[i]
-		for o, n := range t.outcomes {
+		for o, n := range t.Outcomes {
 			if n > 0 {
 				s.tel.WindowAggregatorMetricPoints.Add(ctx, n, s.tel.byAgg[i].points[o]...)
 			}
 		}
-		if t.resets > 0 {
-			s.tel.WindowAggregatorInputResets.Add(ctx, t.resets, s.tel.byAgg[i].name...)
+		if t.Resets > 0 {
+			s.tel.WindowAggregatorInputResets.Add(ctx, t.Resets, s.tel.byAgg[i].name...)
 		}
-		for f := histogramFits + 1; f < numHistogramFaults; f++ {
-			if n := t.incompatible[f]; n > 0 {
+		for f := metricinput.Fits + 1; f < metricinput.NumFaults; f++ {
+			if n := t.Incompatible[f]; n > 0 {
 				s.tel.WindowAggregatorIncompatibleHistograms.Add(ctx, n, s.tel.byAgg[i].incompatible[f]...)
 			}
 		}

@@ -152,18 +152,3 @@ func (h *identityHasher) hashName(name string) identity {
 	h.buf = append(h.buf, name...)
 	return h.sum()
 }
-
-// hashBounds hashes an explicit histogram's bounds; 0 for none.
-func hashBounds(bounds pcommon.Float64Slice) uint64 {
-	if bounds.Len() == 0 {
-		return 0
-	}
-	var buf [8]byte
-	var d xxhash.Digest
-	d.Reset()
-	for _, b := range bounds.All() {
-		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(b))
-		_, _ = d.Write(buf[:])
-	}
-	return d.Sum64() | 1
-}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 	"github.com/windowaggregator/windowaggregator/internal/values"
 )
 
@@ -102,8 +103,8 @@ var (
 type aggOptions struct {
 	name         []metric.AddOption
 	ottl         [numOTTLClauses][]metric.AddOption
-	points       [numPointOutcomes][]metric.AddOption
-	incompatible [numHistogramFaults][]metric.AddOption
+	points       [metricinput.NumOutcomes][]metric.AddOption
+	incompatible [metricinput.NumFaults][]metric.AddOption
 }
 
 func newAggOptions(aggregation string) *aggOptions {
@@ -114,10 +115,10 @@ func newAggOptions(aggregation string) *aggOptions {
 	for c, clause := range ottlClauseNames {
 		o.ottl[c] = with("clause", clause)
 	}
-	for i, outcome := range pointOutcomeNames {
+	for i, outcome := range metricinput.OutcomeNames {
 		o.points[i] = with("outcome", outcome)
 	}
-	for f, reason := range histogramFaultNames {
+	for f, reason := range metricinput.FaultNames {
 		o.incompatible[f] = with("reason", reason)
 	}
 	return o

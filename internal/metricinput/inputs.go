@@ -1,7 +1,9 @@
-// Package metricinput is what the metrics aggregations keep of their inputs: the last point of each
-// cumulative input stream, which the next point's increase is measured from, and the unit and kinds
-// of point each aggregation has taken. It knows nothing of the collector: the component computes a
-// stream's key and judges its points; this package keeps, bounds, forgets and checkpoints them.
+// Package metricinput is what a metric data point adds to an aggregation, and what the metrics
+// aggregations keep of their inputs to work it out: the kinds of point (points.go), a counter's
+// increase since its stream's last point and its resets, a histogram's distribution, a cumulative one
+// bucket by bucket (histograms.go), and the last point of each cumulative input stream, with the unit
+// and kinds each aggregation has taken (inputs.go), bounded, forgotten and checkpointed. It reads
+// pdata's points; the component computes a stream's key and stages what a point adds in the engine.
 package metricinput
 
 import (

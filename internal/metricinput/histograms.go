@@ -1,23 +1,24 @@
-package windowaggregator
+package metricinput
 
 import (
+	"encoding/binary"
 	"math"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
-	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
 
 // What a histogram point adds to an aggregation: to its explicit histogram output the counts of a
 // point of the same bounds, to its sketch (an exponential histogram output, the percentiles) an
 // exponential point, merged at the coarser scale; a cumulative point the increase since its stream's
 // last point, bucket by bucket. A point of the other kind, of other bounds, or that breaks the data
-// model adds to count and sum alone, and says why (histogramFault).
+// model adds to count and sum alone, and says why (Fault).
 
-func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricinput.Inputs) pointAdd {
-	dp := p.hist
+func (pa *Adder) AddHistogram(p *Point, a *Target, in *Inputs) Add {
+	dp := p.Hist
 	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
 	pa.readCounts(dp)
 	// own: its buckets are the aggregation's explicit buckets, and add up to its count. Bounds that
@@ -25,10 +26,10 @@ func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricinput
 	fault := pa.countsFault(dp)
 	own := false
 	switch {
-	case fault != histogramFits:
-	case a.bounds == nil:
+	case fault != Fits:
+	case a.Bounds == nil:
 		fault = pa.boundsFault(dp, faultOtherKind)
-	case !sameBounds(dp.ExplicitBounds(), a.bounds):
+	case !sameBounds(dp.ExplicitBounds(), a.Bounds):
 		fault = pa.boundsFault(dp, faultOtherBounds)
 	case !addsUp(pa.counts, h.count):
 		fault = faultNotAddingUp
@@ -37,22 +38,22 @@ func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricinput
 	}
 	switch {
 	case fault.malformed():
-	case !own && a.feedsHistogram():
-	case len(a.quantiles) > 0:
+	case !own && a.Histogram:
+	case a.Quantiles:
 		fault = faultOtherKind // no sketch takes explicit buckets
 	default:
-		fault = histogramFits // left out of nothing the aggregation keeps
+		fault = Fits // left out of nothing the aggregation keeps
 	}
 	var buckets []uint64
 	if own {
 		buckets = pa.counts
 	}
-	if !p.cumulative {
+	if !p.Cumulative {
 		return pa.distribution(h, buckets, nil, fault)
 	}
 	j, stop := judge(p, a, in)
-	if stop != pointAggregated {
-		return pointAdd{outcome: stop}
+	if stop != Aggregated {
+		return Add{Outcome: stop}
 	}
 	bounds, prev := pa.boundsHash(dp), &j.prev
 	reset := !j.fresh && (h.count < prev.Count || bounds != prev.Bounds || restarted(prev, j.start) ||
@@ -64,7 +65,7 @@ func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricinput
 			pa.diff = subtractCounts(pa.diff[:0], pa.counts, prev.Buckets)
 			diff = pa.diff
 		}
-		if own && diff == nil && fault == histogramFits {
+		if own && diff == nil && fault == Fits {
 			fault = faultNoPreviousBuckets
 		}
 		add = pa.distribution(h.less(prev), diff, nil, fault)
@@ -80,7 +81,7 @@ func (pa *pointAdder) addHistogram(p *dataPoint, a *aggregation, in *metricinput
 
 // readCounts reads the explicit histogram point's bucket counts into pa.counts, once a point (the
 // aggregations that take it share them; none changes them).
-func (pa *pointAdder) readCounts(dp pmetric.HistogramDataPoint) {
+func (pa *Adder) readCounts(dp pmetric.HistogramDataPoint) {
 	if !pa.countsRead {
 		pa.counts = appendCounts(pa.counts[:0], dp.BucketCounts())
 		pa.countsRead = true
@@ -88,7 +89,7 @@ func (pa *pointAdder) readCounts(dp pmetric.HistogramDataPoint) {
 }
 
 // boundsHash returns the hash of the explicit histogram point's bounds, computed once a point.
-func (pa *pointAdder) boundsHash(dp pmetric.HistogramDataPoint) uint64 {
+func (pa *Adder) boundsHash(dp pmetric.HistogramDataPoint) uint64 {
 	if !pa.boundsHashed {
 		pa.bounds, pa.boundsHashed = hashBounds(dp.ExplicitBounds()), true
 	}
@@ -98,18 +99,18 @@ func (pa *pointAdder) boundsHash(dp pmetric.HistogramDataPoint) uint64 {
 // countsFault returns faultBucketCounts for an explicit histogram point whose bucket counts are not
 // one more than its bounds (none of either is a point of count and sum alone): it breaks the data
 // model.
-func (pa *pointAdder) countsFault(dp pmetric.HistogramDataPoint) histogramFault {
+func (pa *Adder) countsFault(dp pmetric.HistogramDataPoint) Fault {
 	if n, b := len(pa.counts), dp.ExplicitBounds().Len(); n != b+1 && (n != 0 || b != 0) {
 		return faultBucketCounts
 	}
-	return histogramFits
+	return Fits
 }
 
 // boundsFault returns faultBounds for an explicit histogram point whose bounds are not finite and
 // strictly ascending (it breaks the data model), else other; it looks at the bounds once a point.
-func (pa *pointAdder) boundsFault(dp pmetric.HistogramDataPoint, other histogramFault) histogramFault {
+func (pa *Adder) boundsFault(dp pmetric.HistogramDataPoint, other Fault) Fault {
 	if !pa.faultRead {
-		pa.faultRead, pa.fault = true, histogramFits
+		pa.faultRead, pa.fault = true, Fits
 		prev := math.Inf(-1)
 		for _, b := range dp.ExplicitBounds().All() {
 			if !(b > prev) || math.IsInf(b, 1) { // NaN fails b > prev
@@ -119,7 +120,7 @@ func (pa *pointAdder) boundsFault(dp pmetric.HistogramDataPoint, other histogram
 			prev = b
 		}
 	}
-	if pa.fault != histogramFits {
+	if pa.fault != Fits {
 		return pa.fault
 	}
 	return other
@@ -128,11 +129,11 @@ func (pa *pointAdder) boundsFault(dp pmetric.HistogramDataPoint, other histogram
 // exponentialFault returns what breaks the data model in the reader's exponential point, once a
 // point: a scale outside [-10, 20], or an occupied bucket outside the indices of the finite floats at
 // its scale (no histogram holds it, whatever its offset).
-func (pa *pointAdder) exponentialFault(dp pmetric.ExponentialHistogramDataPoint) histogramFault {
+func (pa *Adder) exponentialFault(dp pmetric.ExponentialHistogramDataPoint) Fault {
 	if pa.faultRead {
 		return pa.fault
 	}
-	pa.faultRead, pa.fault = true, histogramFits
+	pa.faultRead, pa.fault = true, Fits
 	lo, hi, ok := sketch.IndexRange(dp.Scale())
 	switch {
 	case !ok:
@@ -159,28 +160,28 @@ func occupiedWithin(b pmetric.ExponentialHistogramDataPointBuckets, lo, hi int) 
 	return true
 }
 
-func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricinput.Inputs) pointAdd {
-	dp := p.exp
+func (pa *Adder) AddExponential(p *Point, a *Target, in *Inputs) Add {
+	dp := p.Exp
 	h := headOf(dp.Count(), dp.HasSum(), dp.Sum(), dp.HasMin(), dp.Min(), dp.HasMax(), dp.Max())
 	fault := pa.exponentialFault(dp)
 	var cur *sketch.Histogram
 	switch {
 	case fault.malformed():
-	case a.feedsSketch():
+	case a.Sketch:
 		if cur = pa.pointSketch(dp); cur == nil {
 			fault = faultNotAddingUp
-		} else if a.bounds != nil && a.feedsHistogram() {
+		} else if a.Bounds != nil && a.Histogram {
 			fault = faultOtherKind // percentiles take it, the explicit output does not
 		}
-	case a.bounds != nil && a.feedsHistogram():
+	case a.Bounds != nil && a.Histogram:
 		fault = faultOtherKind
 	}
-	if !p.cumulative {
+	if !p.Cumulative {
 		return pa.distribution(h, nil, cur, fault)
 	}
 	j, stop := judge(p, a, in)
-	if stop != pointAggregated {
-		return pointAdd{outcome: stop}
+	if stop != Aggregated {
+		return Add{Outcome: stop}
 	}
 	prev := &j.prev
 	reset := !j.fresh && (h.count < prev.Count || restarted(prev, j.start))
@@ -193,7 +194,7 @@ func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricinp
 	}
 	add, done := pa.wholeOrBase(j.fresh, j.whole, reset, h, nil, cur, fault)
 	if !done {
-		if cur != nil && inc == nil && fault == histogramFits {
+		if cur != nil && inc == nil && fault == Fits {
 			fault = faultNoPreviousBuckets
 		}
 		add = pa.distribution(h.less(prev), nil, inc, fault)
@@ -214,7 +215,7 @@ func (pa *pointAdder) addExponential(p *dataPoint, a *aggregation, in *metricinp
 // pointSketch returns exponential point dp as a sketch, imported once per point; nil for
 // a point that no sketch holds (see exponentialFault) or whose buckets do not add up to its count. The
 // sketch is the adder's until the batch is applied.
-func (pa *pointAdder) pointSketch(dp pmetric.ExponentialHistogramDataPoint) *sketch.Histogram {
+func (pa *Adder) pointSketch(dp pmetric.ExponentialHistogramDataPoint) *sketch.Histogram {
 	if pa.imported {
 		return pa.cur
 	}
@@ -281,4 +282,19 @@ func subtractCounts(dst, counts, prev []uint64) []uint64 {
 		dst = append(dst, c-prev[i])
 	}
 	return dst
+}
+
+// hashBounds hashes an explicit histogram's bounds; 0 for none.
+func hashBounds(bounds pcommon.Float64Slice) uint64 {
+	if bounds.Len() == 0 {
+		return 0
+	}
+	var buf [8]byte
+	var d xxhash.Digest
+	d.Reset()
+	for _, b := range bounds.All() {
+		binary.LittleEndian.PutUint64(buf[:], math.Float64bits(b))
+		_, _ = d.Write(buf[:])
+	}
+	return d.Sum64() | 1
 }
