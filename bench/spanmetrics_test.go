@@ -15,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator"
-
+	"github.com/windowaggregator/windowaggregator/internal/view"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -180,7 +179,7 @@ func readSpans(td ptrace.Traces) (n int) {
 
 // pollView reads the operator's view every BENCH_VIEW_POLL (a duration, such as 1s) while the
 // benchmark runs, as the extension with a page left open does: the history's reading
-// (windowaggregator.Samples), the components (Views, what GET /api/v1/components serves), and the
+// (view.Samples), the components (Views, what GET /api/v1/components serves), and the
 // explainer asked about the first series listed, whose values the component then keeps; it returns
 // what stops it. Without BENCH_VIEW_POLL nobody looks. Compare runs with and without it
 // (bench/README.md, "The operator's view").
@@ -200,11 +199,11 @@ func pollView(b *testing.B) (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				windowaggregator.Samples()
-				for _, v := range windowaggregator.Views(20) {
+				view.Samples()
+				for _, v := range view.Views(20) {
 					if len(v.Aggregations) > 0 && len(v.Aggregations[0].TopSeries) > 0 {
 						a := v.Aggregations[0]
-						if _, err := windowaggregator.Explain(v.ID, a.Name, a.TopSeries[0].Series); err == nil {
+						if _, err := view.Explain(v.ID, a.Name, a.TopSeries[0].Series); err == nil {
 							explained++
 						}
 					}
