@@ -39,14 +39,14 @@
 // ottl.go the OTTL parsers and their errors); telemetry.go the counters' attribute sets, health.go the
 // component's status; memory.go the memory formula. The operator view's read side: the component is an
 // internal/view Source (view.go: its state as the window_aggregator_view extension shows it;
-// explain.go: one series explained; watch.go: the windows a series emitted, kept for the explainer;
+// explain.go: one series explained, with the windows it emitted that internal/view's Watch keeps;
 // aggcounts.go: records by outcome per aggregation), registered there when it starts.
 //
 // Each file refers only to files named after it in this order (`go run ./scripts/structure -all .`
 // prints it; `make test` fails on a reference that runs back up): explain.go, factory.go, logs.go,
 // metrics.go, spans.go, validate.go, view.go, ingest.go, instance.go, metricreader.go, report.go,
 // state.go, aggcounts.go, dedup.go, memory.go, telemetry.go, reading.go, aggregation.go, config.go, enums.go, signal.go, ottl.go, record.go,
-// streamidentity.go, health.go, late.go, watch.go, weight.go.
+// streamidentity.go, health.go, late.go, weight.go.
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //
@@ -56,7 +56,7 @@
 //	delivery's sink table → the engine's locks → health.mu
 //
 // and, taken alone, the OTTL error log's and the OTTL parsers' locks and internal/view's registry
-// lock; seriesWatch.mu (the series the view's explainer keeps) is taken last, under the emitter's and
+// lock; view.Watch's lock (the series the view's explainer keeps) is taken last, under the emitter's and
 // the engine's, and takes none. health.mu is held while the component's status is reported to the
 // collector, which calls nothing of the component. A collection (shared.collect) takes the emitter's
 // locks and lets them go before it takes a checkpoint. A checkpoint takes its locks in one function,

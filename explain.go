@@ -33,7 +33,7 @@ func (s *shared) Explain(name string, values map[string]string) (view.SeriesExpl
 	for _, w := range wins {
 		ex.Windows = append(ex.Windows, view.SeriesWindowView{WindowView: s.windowView(w.WindowView), Records: w.Records, Sum: w.Sum})
 	}
-	ex.LastValues, ex.LastValuesSince = s.watch.ask(a.index, values, key, found, time.Unix(0, e.Now()).UTC())
+	ex.LastValues, ex.LastValuesSince = s.watch.Ask(a.index, values, key, found, time.Unix(0, e.Now()).UTC())
 	if ex.LastValues == nil {
 		ex.LastValues = []view.EmittedWindow{}
 	}

@@ -54,7 +54,7 @@ type shared struct {
 	// byAgg are each aggregation's records by outcome that the engine does not count, by index
 	byAgg []aggregationCounts
 	// watch keeps the last values of the series an operator asks the view about
-	watch seriesWatch
+	watch view.Watch
 
 	// OTTL errors not yet logged, and when they last were (see reportOTTL)
 	ottlLogMu    sync.Mutex
@@ -176,7 +176,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	// The collector's, until a restored checkpoint says another (see checkpoint.Checkpointer.Restore).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
-	s.emitter.SetObserver(s.watch.observe)
+	s.emitter.SetObserver(s.watch.Observe)
 	s.byAgg = make([]aggregationCounts, len(s.aggs))
 	if err := s.observe(); err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ func (s *shared) ID() string { return s.id.String() }
 // asked about for a while.
 func (s *shared) Sample() view.ComponentSample {
 	now := s.engine.Now()
-	s.watch.forgetStale(time.Unix(0, now))
+	s.watch.ForgetStale(time.Unix(0, now))
 	c := view.ComponentSample{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), Records: make([]view.RecordCounts, len(s.aggs))}
 	c.Watermark, c.WatermarkLagSeconds = watermarkAt(s.engine.Watermark(), now)
 	for i, a := range s.aggs {

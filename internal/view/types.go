@@ -110,7 +110,7 @@ type SeriesExplanation struct {
 	Found       bool               `json:"found"`
 	Windows     []SeriesWindowView `json:"windows"` // its windows that hold records and have not expired, earliest first
 	// LastValues are its last windows as they were emitted since LastValuesSince, when it was first
-	// asked about while held (see seriesWatch): earliest first, at most watchedWindows.
+	// asked about while held (see Watch): earliest first, at most watchedWindows.
 	LastValues      []EmittedWindow `json:"last_values"`
 	LastValuesSince *time.Time      `json:"last_values_since"` // null: none kept (it was not held when asked about)
 	Why             string          `json:"why,omitempty"`

@@ -1,4 +1,4 @@
-package windowaggregator
+package view
 
 import (
 	"maps"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
-	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
 // The last values of the series an operator asks about in the view's explainer. The component keeps
@@ -22,8 +21,8 @@ const (
 	watchFor       = 10 * time.Minute
 )
 
-// seriesWatch holds the series asked about.
-type seriesWatch struct {
+// Watch holds the series asked about, for one component id.
+type Watch struct {
 	active atomic.Bool // series is not empty
 	mu     sync.Mutex
 	series []*watchedSeries
@@ -35,15 +34,15 @@ type watchedSeries struct {
 	key    string    // the series key
 	since  time.Time // when it was first asked about
 	asked  time.Time // when it was last asked about
-	last   []view.EmittedWindow
+	last   []EmittedWindow
 }
 
-// ask says at wall time now that series values of aggregation agg, whose key is key, is wanted, and
+// Ask says at wall time now that series values of aggregation agg, whose key is key, is wanted, and
 // returns what is kept of it and since when (nil: nothing). A series is kept only when asked about
 // while it is held (found), so that its key is known and a result is matched by comparing keys.
 // Series not asked about for watchFor are forgotten; past maxWatched the one asked about longest ago
 // gives way.
-func (w *seriesWatch) ask(agg int, values map[string]string, key string, found bool, now time.Time) (last []view.EmittedWindow, since *time.Time) {
+func (w *Watch) Ask(agg int, values map[string]string, key string, found bool, now time.Time) (last []EmittedWindow, since *time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.forget(now)
@@ -76,13 +75,13 @@ func (w *seriesWatch) ask(agg int, values map[string]string, key string, found b
 }
 
 // forget drops the series nobody asked about for watchFor before now (under mu).
-func (w *seriesWatch) forget(now time.Time) {
+func (w *Watch) forget(now time.Time) {
 	w.series = slices.DeleteFunc(w.series, func(ws *watchedSeries) bool { return now.Sub(ws.asked) > watchFor })
 	w.active.Store(len(w.series) > 0)
 }
 
-// forgetStale is forget for a reader that holds no lock.
-func (w *seriesWatch) forgetStale(now time.Time) {
+// ForgetStale is forget for a reader that holds no lock.
+func (w *Watch) ForgetStale(now time.Time) {
 	if !w.active.Load() {
 		return
 	}
@@ -91,8 +90,8 @@ func (w *seriesWatch) forgetStale(now time.Time) {
 	w.mu.Unlock()
 }
 
-// observe keeps r's values if its series is asked about.
-func (w *seriesWatch) observe(r *stream.Result) {
+// Observe keeps r's values if its series is asked about.
+func (w *Watch) Observe(r *stream.Result) {
 	if !w.active.Load() || !r.HasWindow || r.Overflow {
 		return
 	}
@@ -109,16 +108,16 @@ func (w *seriesWatch) observe(r *stream.Result) {
 // end, which is a window's own for a given size.
 func (ws *watchedSeries) add(r *stream.Result) {
 	end := time.Unix(0, r.End).UTC()
-	i, kept := slices.BinarySearchFunc(ws.last, end, func(e view.EmittedWindow, t time.Time) int { return e.End.Compare(t) })
+	i, kept := slices.BinarySearchFunc(ws.last, end, func(e EmittedWindow, t time.Time) int { return e.End.Compare(t) })
 	switch {
 	case kept:
 		ws.last[i].LateFirings++
 	case len(ws.last) < watchedWindows:
-		ws.last = slices.Insert(ws.last, i, view.EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
+		ws.last = slices.Insert(ws.last, i, EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
 	case i == 0:
 		return // older than every window kept
 	default:
-		ws.last = slices.Insert(slices.Delete(ws.last, 0, 1), i-1, view.EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
+		ws.last = slices.Insert(slices.Delete(ws.last, 0, 1), i-1, EmittedWindow{Start: time.Unix(0, r.Start).UTC(), End: end})
 		i--
 	}
 	e := &ws.last[i]
