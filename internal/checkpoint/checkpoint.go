@@ -230,18 +230,10 @@ func (c *Checkpointer) restore(ctx context.Context) {
 	c.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
 }
 
-// captured is the state a checkpoint holds, taken at one moment of ingest (capture): the metric
-// inputs' part, the remembered identities' mark, the engine's snapshot (in c.snap), and the queued
-// batches with the sequence number below which they are in it.
-type captured struct {
-	inputs  []byte
-	mark    *dedup.Mark
-	batches []delivery.Batch
-	seq     uint64
-}
-
-// capture takes the state of every participant at one moment (under mu). Its steps are the
-// checkpoint's lock order:
+// capture takes the state of every participant at one moment (under mu): the metric inputs' part,
+// the remembered identities' mark (nil without dedup), the engine's snapshot (into c.snap), and the
+// queued batches with the sequence number below which they are in it. Its steps are the checkpoint's
+// lock order:
 //  1. the ingest gate, for writing: no ingest call is between changing a metric stream's base or
 //     remembering an identity and staging its record, which the engine's snapshot would then hold
 //     without the other, or the reverse;
@@ -251,19 +243,19 @@ type captured struct {
 //  4. the emitter's lock (Emitter.Checkpoint): the engine's snapshot (the engine's own locks), which
 //     holds the results fired and not yet collected, then the gate is let go; under the same lock,
 //     the queue, so that no collection moves a result from the one to the other between them.
-func (c *Checkpointer) capture() (cp captured) {
+func (c *Checkpointer) capture() (inputs []byte, mark *dedup.Mark, batches []delivery.Batch, seq uint64) {
 	c.gate.Lock()
 	c.inputs.Mu.Lock()
-	cp.inputs = c.inputs.AppendTo(nil)
+	inputs = c.inputs.AppendTo(nil)
 	c.inputs.Mu.Unlock()
 	if c.dedup != nil {
-		cp.mark = c.dedup.Mark(c.engine.Watermark())
+		mark = c.dedup.Mark(c.engine.Watermark())
 	}
-	cp.batches, cp.seq = c.emitter.Checkpoint(func() {
+	batches, seq = c.emitter.Checkpoint(func() {
 		c.snap = c.engine.Snapshot(c.snap[:0])
 		c.gate.Unlock()
 	})
-	return cp
+	return inputs, mark, batches, seq
 }
 
 // encode makes a checkpoint (under mu), and returns it with the sequence number below which the
@@ -272,8 +264,7 @@ func (c *Checkpointer) capture() (cp captured) {
 // itself is a new buffer, as a storage client may keep what it is given.
 func (c *Checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
 	fp := c.fingerprint
-	cp := c.capture()
-	inputs, batches, seq, mark := cp.inputs, cp.batches, cp.seq, cp.mark
+	inputs, mark, batches, seq := c.capture()
 	var ids []byte
 	if mark != nil {
 		ids = mark.Directory()

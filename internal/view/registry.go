@@ -2,8 +2,8 @@ package view
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -48,12 +48,11 @@ func Unregister(s Source) {
 // running returns the registered sources, by id.
 func running() []Source {
 	mu.Lock()
+	defer mu.Unlock()
 	out := make([]Source, 0, len(sources))
-	for _, s := range sources {
-		out = append(out, s)
+	for _, id := range slices.Sorted(maps.Keys(sources)) {
+		out = append(out, sources[id])
 	}
-	mu.Unlock()
-	slices.SortFunc(out, func(a, b Source) int { return strings.Compare(a.ID(), b.ID()) })
 	return out
 }
 
