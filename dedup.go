@@ -1,8 +1,6 @@
 package windowaggregator
 
 import (
-	"slices"
-
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
 )
@@ -13,21 +11,6 @@ import (
 // unit and timestamps; a log record's parts that dedup.logs.key lists. It is looked up before the
 // record's OTTL, its weight and, for a metric point, its input stream; an identity remembered for a
 // record that then is aggregated by none is let go again.
-
-// newDedup returns the component's remembered identities, one set for every signal, and, by input,
-// the set of each signal whose records are deduplicated (nil: none).
-func newDedup(cfg *Config) (set *dedup.Set, byInput [numInputs]*dedup.Set) {
-	if !cfg.Dedup.Enabled {
-		return nil, byInput
-	}
-	set = dedup.New(cfg.Dedup.MaxIDs, dedup.SliceShift(int64(cfg.Window.slide())))
-	for input, sg := range signals {
-		if sg != logSignal || cfg.Dedup.Logs != nil {
-			byInput[input] = set
-		}
-	}
-	return set, byInput
-}
 
 // dedupStage is dedup's part of one ingest call: the claim of each record's identity, at the first
 // aggregation that selects the record, through a claimer that keeps the slice of event time of the
@@ -103,12 +86,3 @@ func (d *dedupStage) reset() {
 // logKey is the set of the parts of a log record that identify it (dedup.logs.key), a bit per index
 // in logParts.
 type logKey uint16
-
-// logKeyOf returns the set of parts.
-func logKeyOf(parts []LogPart) logKey {
-	var k logKey
-	for _, p := range parts {
-		k |= 1 << slices.Index(logParts, p)
-	}
-	return k
-}

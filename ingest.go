@@ -7,8 +7,6 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
-
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
@@ -314,7 +312,7 @@ func (run *ingestRun) apply() {
 func (run *ingestRun) ungate() {
 	if run.gated {
 		run.gated = false
-		run.s.storage.Leave()
+		run.c.gate.Leave()
 	}
 }
 
@@ -337,7 +335,7 @@ func (run *ingestRun) lateReason(i int) (string, int64) {
 // past max_sources are counted as they are staged, until the next resource.
 func (run *ingestRun) setSource(resource pcommon.Map) {
 	run.endSource()
-	keys := run.s.cfg.Watermark.PerSource
+	keys := run.c.perSource
 	if len(keys) == 0 {
 		return
 	}
@@ -368,7 +366,7 @@ func (run *ingestRun) endSource() {
 // tally and its scratch.
 type ingestRun struct {
 	reading
-	s       *shared
+	c       *core
 	rec     stream.Record // the record being staged, one aggregation after another
 	now     int64         // wall time the run began at
 	b       *stream.Batch
@@ -392,18 +390,18 @@ type ingestRun struct {
 
 // beginRun begins an ingest call of input's records, which come through view r; with storage, the
 // call of an input that keeps state outside the engine holds the ingest gate until apply.
-func (s *shared) beginRun(ctx context.Context, input int, r *record) *ingestRun {
+func (c *core) beginRun(ctx context.Context, input int, r *record) *ingestRun {
 	sc := getScratch()
 	run := &sc.run
-	now := s.engine.Now()
-	if len(sc.byAgg) != len(s.aggs) {
-		sc.byAgg = make([]aggregationTally, len(s.aggs))
+	now := c.engine.Now()
+	if len(sc.byAgg) != len(c.aggs) {
+		sc.byAgg = make([]aggregationTally, len(c.aggs))
 	}
-	sc.ottl.propagate = s.cfg.ErrorMode == ottl.PropagateError
-	gated := s.storage.Enter(input)
-	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, s: s, sc: sc, now: now, b: s.engine.Begin(now), sharedFrom: -1,
+	sc.ottl.propagate = c.propagate
+	gated := c.gate.Enter(input)
+	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, c: c, sc: sc, now: now, b: c.engine.Begin(now), sharedFrom: -1,
 		input: input, dd: &sc.dedup, gated: gated}
-	sc.dedup.begin(s.dedupOf[input])
+	sc.dedup.begin(c.dedupOf[input])
 	return run
 }
 
@@ -411,17 +409,72 @@ func (s *shared) beginRun(ctx context.Context, input int, r *record) *ingestRun 
 // collected and sent, which the component's goroutine does.
 // It returns the call's OTTL error, with error_mode propagate.
 func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
-	s, now, err := run.s, run.now, run.sc.ottl.first
+	c, now, err := run.c, run.now, run.sc.ottl.first
 	run.ungate()
-	countByAggregation(s.byAgg, run.b, run.sc.byAgg, action)
+	countByAggregation(c.byAgg, run.b, run.sc.byAgg, action)
 	run.b.End()
-	s.report(ctx, &run.tl, run.input, action)
+	c.reporter.Report(ctx, &run.tl, run.input, action)
 	if len(run.sc.ottl.failures) > 0 {
-		s.reportOTTL(ctx, run.sc.ottl.failures)
+		c.reporter.ReportOTTL(ctx, run.sc.ottl.failures)
 	}
 	run.sc.release() // run is part of the scratch: not to be read after this
-	if s.engine.Due(now) {
-		s.emitter.Poke()
+	if c.engine.Due(now) {
+		c.poke()
 	}
 	return err
+}
+
+// core is what the ingest path reads of the component: its engine and aggregations, what each
+// signal's aggregations read, the ingest gate, the metric inputs, the identities of each signal's
+// records, the records by outcome per aggregation, and where a call reports.
+type core struct {
+	engine *stream.Engine
+	aggs   []*aggregation
+	// the aggregations of each input signal, and what they read of its records
+	bySignal [numInputs]signalAggs
+	// gate is the ingest gate a checkpoint takes (checkpoint.Checkpointer)
+	gate gate
+	// inputs is what the metrics aggregations keep of their input streams
+	inputs *metricinput.Inputs
+	// dedupOf, by input, the set of the identities of the signal's records aggregated (nil: not
+	// deduplicated), and logKey what identifies a log record
+	dedupOf [numInputs]*dedup.Set
+	logKey  logKey
+	// byAgg are each aggregation's records by outcome that the engine does not count, by index
+	byAgg []aggregationCounts
+	// perSource are watermark.per_source's keys; propagate: error_mode is propagate
+	perSource []string
+	propagate bool
+	// seriesExpiration is series_expiration in ns; dropAggregatedInput drop_aggregated_input
+	seriesExpiration    int64
+	dropAggregatedInput bool
+	reporter            reporter
+	// poke asks for what fired to be collected and sent
+	poke func()
+}
+
+// gate is the ingest gate: a call of an input that keeps state outside the engine enters it, for
+// reading, until its records are applied.
+type gate interface {
+	Enter(input int) bool
+	Leave()
+}
+
+// reporter takes what an ingest call reports once its records are applied.
+type reporter interface {
+	Report(ctx context.Context, t *tally, input int, action lateAction)
+	ReportOTTL(ctx context.Context, fs []ottlFailure)
+	ReportPoints(ctx context.Context, tally []metricinput.Tally)
+}
+
+// tally counts one batch's outcomes, so that the counters are touched once per batch.
+type tally struct {
+	aggregated, lateUpdated, unmatched int64
+	truncated                          int64
+	aheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
+	sharedSource                       int64              // records of sources past max_sources
+	late                               [numVerdicts]int64 // by verdict: expired, future, invalid
+	duplicates, dedupOverflow          int64
+	values                             [values.NumReasons]int64
+	weights                            [numWeightReasons]int64
 }

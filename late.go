@@ -65,3 +65,18 @@ func lateCopy[B, R, S, E any](lv *levels[B, R, S, E], b B, reasonOf func(i int) 
 	}
 	return out
 }
+
+// numVerdicts sizes the tables indexed by verdict; Invalid is the last.
+const numVerdicts = int(stream.Invalid) + 1
+
+// lateAction is what happened to a call's late records: the late counter's action attribute.
+type lateAction uint8
+
+const (
+	lateDropped lateAction = iota
+	lateRouted
+	latePassed // the processor hands every record on
+	numLateActions
+)
+
+var lateActionNames = [numLateActions]string{lateDropped: "dropped", lateRouted: "routed", latePassed: "passed"}

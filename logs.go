@@ -7,11 +7,8 @@ import (
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottllog"
-	"go.opentelemetry.io/collector/connector"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/collector/processor"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 )
@@ -88,6 +85,7 @@ const (
 	logPartScope
 	logPartTraceID
 	logPartSpanID
+	numLogParts
 )
 
 // identity is the log record's identity for dedup: the parts its key lists, each tagged and hashed
@@ -98,7 +96,7 @@ func (rd *logReader) identity() (dedup.ID, bool) {
 	}
 	lr, h := rd.lr, &rd.hasher
 	b := rd.idBuf[:0]
-	for part := range logParts {
+	for part := range numLogParts {
 		if rd.idKey&(1<<part) == 0 {
 			continue
 		}
@@ -137,15 +135,15 @@ func (rd *logReader) ottlContext() any {
 }
 
 // ingestLogs aggregates the log records of ld (an ingestFunc).
-func ingestLogs(s *shared, ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool, err error) {
-	sa := &s.bySignal[inputLogs]
+func ingestLogs(c *core, ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool, err error) {
+	sa := &c.bySignal[inputLogs]
 	if len(sa.aggs) == 0 {
 		return late, false, nil
 	}
 	rd := logReaders.Get().(*logReader)
 	defer rd.release()
-	rd.idKey = s.logKey
-	run := s.beginRun(ctx, inputLogs, &rd.record)
+	rd.idKey = c.logKey
+	run := c.beginRun(ctx, inputLogs, &rd.record)
 	for _, rl := range ld.ResourceLogs().All() {
 		run.setSource(rl.Resource().Attributes())
 		for _, sl := range rl.ScopeLogs().All() {
@@ -180,31 +178,4 @@ var logLevels = levels[plog.Logs, plog.ResourceLogs, plog.ScopeLogs, plog.LogRec
 		lr.CopyTo(out)
 		return out.Attributes()
 	},
-}
-
-// The instances that take logs: the forms of instance.go, under plog's names.
-type (
-	logsToMetrics struct{ *toMetrics[plog.Logs] }
-	logsToLogs    struct{ *onward[plog.Logs] }
-	logsProcessor struct{ *onward[plog.Logs] }
-)
-
-func (c logsToMetrics) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	return c.consume(ctx, ld)
-}
-
-func (c logsToLogs) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	return c.route(ctx, ld)
-}
-
-func (p logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	return p.pass(ctx, ld)
-}
-
-var logsForms = &signalForms[plog.Logs, consumer.Logs, connector.Logs, processor.Logs]{
-	input: inputLogs, ingest: ingestLogs,
-	consumeOf: func(next consumer.Logs) func(context.Context, plog.Logs) error { return next.ConsumeLogs },
-	toMetrics: func(c *toMetrics[plog.Logs]) connector.Logs { return logsToMetrics{c} },
-	routing:   func(c *onward[plog.Logs]) connector.Logs { return logsToLogs{c} },
-	passing:   func(p *onward[plog.Logs]) processor.Logs { return logsProcessor{p} },
 }

@@ -2,14 +2,9 @@ package windowaggregator
 
 import (
 	"context"
-	"errors"
 
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/connector"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
-	"go.opentelemetry.io/collector/processor"
 
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
@@ -25,18 +20,18 @@ import (
 // ingestFunc, that never routes); the processor with drop_aggregated_input removes from md the points
 // that an aggregation took. The points of the component's own scope (its results, or another
 // window_aggregator's) are never taken.
-func ingestMetrics(s *shared, ctx context.Context, md pmetric.Metrics, action lateAction) (late pmetric.Metrics, routed bool, err error) {
-	sa := &s.bySignal[inputMetrics]
+func ingestMetrics(c *core, ctx context.Context, md pmetric.Metrics, action lateAction) (late pmetric.Metrics, routed bool, err error) {
+	sa := &c.bySignal[inputMetrics]
 	if len(sa.aggs) == 0 {
 		return late, false, nil
 	}
-	in := s.inputs
-	rd := getMetricReader(len(s.aggs))
+	in := c.inputs
+	rd := getMetricReader(len(c.aggs))
 	defer rd.release()
-	run := s.beginRun(ctx, inputMetrics, &rd.record)
+	run := c.beginRun(ctx, inputMetrics, &rd.record)
 	run.points, run.in = rd, in
 	in.Mu.Lock()
-	in.Sweep(run.b.Watermark(), int64(s.cfg.SeriesExpiration))
+	in.Sweep(run.b.Watermark(), c.seriesExpiration)
 	walkTaken(md, sa, func(rm pmetric.ResourceMetrics) {
 		run.setSource(rm.Resource().Attributes())
 		rd.setResource(rm)
@@ -46,10 +41,10 @@ func ingestMetrics(s *shared, ctx context.Context, md pmetric.Metrics, action la
 	})
 	in.Mu.Unlock()
 	run.apply()
-	if action == latePassed && s.cfg.DropAggregatedInput {
+	if action == latePassed && c.dropAggregatedInput {
 		removeTaken(md, sa, run.sc.state)
 	}
-	s.reportPoints(ctx, rd.adds.Tally)
+	c.reporter.ReportPoints(ctx, rd.adds.Tally)
 	return late, false, run.finish(ctx, action)
 }
 
@@ -186,79 +181,4 @@ func removeFrom[P any, S interface {
 }](dps S, remove func() bool) int {
 	dps.RemoveIf(func(P) bool { return remove() })
 	return dps.Len()
-}
-
-// reportPoints adds one call's point tallies to the counters.
-func (s *shared) reportPoints(ctx context.Context, tally []metricinput.Tally) {
-	for i := range tally {
-		t := &tally[i]
-		for o, n := range t.Outcomes {
-			if n > 0 {
-				s.tel.WindowAggregatorMetricPoints.Add(ctx, n, s.tel.byAgg[i].points[o]...)
-			}
-		}
-		if t.Resets > 0 {
-			s.tel.WindowAggregatorInputResets.Add(ctx, t.Resets, s.tel.byAgg[i].name...)
-		}
-		for f := metricinput.Fits + 1; f < metricinput.NumFaults; f++ {
-			if n := t.Incompatible[f]; n > 0 {
-				s.tel.WindowAggregatorIncompatibleHistograms.Add(ctx, n, s.tel.byAgg[i].incompatible[f]...)
-			}
-		}
-	}
-}
-
-// The instances that take metrics: the connector's metrics->metrics instance aggregates and sends
-// window results only; the processor aggregates its pipeline's metrics and passes them on (without
-// the points taken, with drop_aggregated_input), the window results besides.
-type (
-	metricsToMetrics struct{ *toMetrics[pmetric.Metrics] }
-	metricsProcessor struct{ *onward[pmetric.Metrics] }
-)
-
-func (c metricsToMetrics) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
-	return c.consume(ctx, md)
-}
-
-func (p metricsProcessor) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
-	if p.s.cfg.DropAggregatedInput && md.DataPointCount() > 0 {
-		if _, _, err := p.ingest(p.s, ctx, md, latePassed); err != nil || md.DataPointCount() == 0 {
-			return err // error_mode propagate: the batch is refused; or every point was taken
-		}
-		return p.next(ctx, md)
-	}
-	return p.pass(ctx, md)
-}
-
-// Capabilities: removing the points taken changes the batch.
-func (p metricsProcessor) Capabilities() consumer.Capabilities {
-	return consumer.Capabilities{MutatesData: p.s.cfg.DropAggregatedInput}
-}
-
-var metricsForms = &signalForms[pmetric.Metrics, consumer.Metrics, connector.Metrics, processor.Metrics]{
-	input: inputMetrics, ingest: ingestMetrics,
-	consumeOf: func(next consumer.Metrics) func(context.Context, pmetric.Metrics) error { return next.ConsumeMetrics },
-	toMetrics: func(c *toMetrics[pmetric.Metrics]) connector.Metrics { return metricsToMetrics{c} },
-	passing:   func(p *onward[pmetric.Metrics]) processor.Metrics { return metricsProcessor{p} },
-}
-
-var errDropInConnector = errors.New("drop_aggregated_input applies to the processor form only: the connector never passes its input on")
-
-func createMetricsToMetrics(ctx context.Context, set connector.Settings, cfg component.Config, next consumer.Metrics) (connector.Metrics, error) {
-	if cfg.(*Config).DropAggregatedInput {
-		return nil, errDropInConnector
-	}
-	return metricsForms.createToMetrics(ctx, set, cfg, next)
-}
-
-// createMetricsProcessor makes the processor in a metrics pipeline: a feed of metric points, and a
-// metrics output of every signal's results.
-func createMetricsProcessor(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
-	p, err := metricsForms.createPassing(ctx, set, cfg, next)
-	if err != nil {
-		return nil, err
-	}
-	mp := p.(metricsProcessor)
-	mp.sink = mp.s.addSink(next, inputAny)
-	return mp, nil
 }

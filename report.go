@@ -7,27 +7,16 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
+	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 	"github.com/windowaggregator/windowaggregator/internal/values"
 )
 
 // What an ingest call reports once its records are applied: its tally of outcomes, added to the
 // counters once per call, and its OTTL errors, counted and logged at a bounded rate.
 
-// tally counts one batch's outcomes, so that the counters are touched once per batch.
-type tally struct {
-	aggregated, lateUpdated, unmatched int64
-	truncated                          int64
-	aheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
-	sharedSource                       int64              // records of sources past max_sources
-	late                               [numVerdicts]int64 // by verdict: expired, future, invalid
-	duplicates, dedupOverflow          int64
-	values                             [values.NumReasons]int64
-	weights                            [numWeightReasons]int64
-}
-
-// report adds the tally of a call of input's records to the counters; action is what happened to
+// Report adds the tally of a call of input's records to the counters; action is what happened to
 // late records.
-func (s *shared) report(ctx context.Context, t *tally, input int, action lateAction) {
+func (s *shared) Report(ctx context.Context, t *tally, input int, action lateAction) {
 	tel := s.tel
 	if t.aggregated > 0 {
 		tel.WindowAggregatorRecords.Add(ctx, t.aggregated, attrOutcomeAggregated...)
@@ -75,9 +64,9 @@ func (s *shared) report(ctx context.Context, t *tally, input int, action lateAct
 // minute with the count since.
 const ottlErrorLogInterval = time.Minute
 
-// reportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
+// ReportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
 // rate.
-func (s *shared) reportOTTL(ctx context.Context, fs []ottlFailure) {
+func (s *shared) ReportOTTL(ctx context.Context, fs []ottlFailure) {
 	for _, f := range fs {
 		s.tel.WindowAggregatorOttlErrors.Add(ctx, f.n, s.tel.byAgg[f.agg].ottl[f.clause]...)
 	}
@@ -96,5 +85,25 @@ func (s *shared) reportOTTL(ctx context.Context, fs []ottlFailure) {
 			zap.Int64("errors", s.ottlUnlogged), zap.String("aggregation", s.aggs[last.agg].name),
 			zap.String("clause", ottlClauseNames[last.clause]), zap.Error(last.last))
 		s.ottlUnlogged, s.ottlLoggedAt = 0, now
+	}
+}
+
+// ReportPoints adds one call's point tallies to the counters.
+func (s *shared) ReportPoints(ctx context.Context, tally []metricinput.Tally) {
+	for i := range tally {
+		t := &tally[i]
+		for o, n := range t.Outcomes {
+			if n > 0 {
+				s.tel.WindowAggregatorMetricPoints.Add(ctx, n, s.tel.byAgg[i].points[o]...)
+			}
+		}
+		if t.Resets > 0 {
+			s.tel.WindowAggregatorInputResets.Add(ctx, t.Resets, s.tel.byAgg[i].name...)
+		}
+		for f := metricinput.Fits + 1; f < metricinput.NumFaults; f++ {
+			if n := t.Incompatible[f]; n > 0 {
+				s.tel.WindowAggregatorIncompatibleHistograms.Add(ctx, n, s.tel.byAgg[i].incompatible[f]...)
+			}
+		}
 	}
 }

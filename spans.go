@@ -6,11 +6,8 @@ import (
 	"sync"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl/contexts/ottlspan"
-	"go.opentelemetry.io/collector/connector"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/processor"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 )
@@ -111,14 +108,14 @@ func (rd *spanReader) ottlContext() any {
 }
 
 // ingestTraces aggregates the spans of td (an ingestFunc).
-func ingestTraces(s *shared, ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool, err error) {
-	sa := &s.bySignal[inputSpans]
+func ingestTraces(c *core, ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool, err error) {
+	sa := &c.bySignal[inputSpans]
 	if len(sa.aggs) == 0 {
 		return late, false, nil
 	}
 	rd := getSpanReader(sa)
 	defer rd.release()
-	run := s.beginRun(ctx, inputSpans, &rd.record)
+	run := c.beginRun(ctx, inputSpans, &rd.record)
 	for _, rs := range td.ResourceSpans().All() {
 		run.setSource(rs.Resource().Attributes())
 		for _, ss := range rs.ScopeSpans().All() {
@@ -157,31 +154,4 @@ var traceLevels = levels[ptrace.Traces, ptrace.ResourceSpans, ptrace.ScopeSpans,
 		sp.CopyTo(out)
 		return out.Attributes()
 	},
-}
-
-// The instances that take traces: the forms of instance.go, under ptrace's names.
-type (
-	tracesToMetrics struct{ *toMetrics[ptrace.Traces] }
-	tracesToTraces  struct{ *onward[ptrace.Traces] }
-	tracesProcessor struct{ *onward[ptrace.Traces] }
-)
-
-func (c tracesToMetrics) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return c.consume(ctx, td)
-}
-
-func (c tracesToTraces) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return c.route(ctx, td)
-}
-
-func (p tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	return p.pass(ctx, td)
-}
-
-var tracesForms = &signalForms[ptrace.Traces, consumer.Traces, connector.Traces, processor.Traces]{
-	input: inputSpans, ingest: ingestTraces,
-	consumeOf: func(next consumer.Traces) func(context.Context, ptrace.Traces) error { return next.ConsumeTraces },
-	toMetrics: func(c *toMetrics[ptrace.Traces]) connector.Traces { return tracesToMetrics{c} },
-	routing:   func(c *onward[ptrace.Traces]) connector.Traces { return tracesToTraces{c} },
-	passing:   func(p *onward[ptrace.Traces]) processor.Traces { return tracesProcessor{p} },
 }

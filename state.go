@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
@@ -30,29 +32,19 @@ import (
 // one watermark, one emitter. It is created with the first instance, started with the first Start,
 // and torn down when the last instance shuts down.
 type shared struct {
+	// core is what the ingest path reads
+	core
 	id     component.ID
 	cfg    *Config
 	logger *zap.Logger
-	aggs   []*aggregation
-	// the aggregations of each input signal, and what they read of its records
-	bySignal [numInputs]signalAggs
 
-	engine  *stream.Engine
 	tel     *telemetry
 	emitter *delivery.Emitter
 	storage *checkpoint.Checkpointer
-	// inputs is what the metrics aggregations keep of their input streams
-	inputs *metricinput.Inputs
-	// dedup holds the identities of the records aggregated (nil: dedup.enabled is false); dedupOf,
-	// by input, the set of the signals whose records are deduplicated, and logKey what identifies a
-	// log record.
-	dedup   *dedup.Set
-	dedupOf [numInputs]*dedup.Set
-	logKey  logKey
+	// dedup holds the identities of the records aggregated (nil: dedup.enabled is false)
+	dedup *dedup.Set
 	// health is what the component reports through the collector's component status
 	health health
-	// byAgg are each aggregation's records by outcome that the engine does not count, by index
-	byAgg []aggregationCounts
 	// watch keeps the last values of the series an operator asks the view about
 	watch view.Watch
 
@@ -195,6 +187,9 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 			Engine:    s.engine, Inputs: s.inputs, Dedup: s.dedup, Emitter: s.emitter})
 		s.emitter.SetDurability(s.storage)
 	}
+	s.core.gate, s.core.poke, s.core.reporter = s.storage, s.emitter.Poke, s
+	s.core.perSource, s.core.propagate = cfg.Watermark.PerSource, cfg.ErrorMode == ottl.PropagateError
+	s.core.seriesExpiration, s.core.dropAggregatedInput = int64(cfg.SeriesExpiration), cfg.DropAggregatedInput
 	return s, nil
 }
 
@@ -472,4 +467,28 @@ func stateFingerprint(cfg *Config) string {
 		aggs[i] = stateFields{a.Name, a.Signal, where, a.GroupBy, a.Value, a.Unit, a.weight(), a.Outputs}
 	}
 	return fmt.Sprintf("%+v", aggs)
+}
+
+// newDedup returns the component's remembered identities, one set for every signal, and, by input,
+// the set of each signal whose records are deduplicated (nil: none).
+func newDedup(cfg *Config) (set *dedup.Set, byInput [numInputs]*dedup.Set) {
+	if !cfg.Dedup.Enabled {
+		return nil, byInput
+	}
+	set = dedup.New(cfg.Dedup.MaxIDs, dedup.SliceShift(int64(cfg.Window.slide())))
+	for input, sg := range signals {
+		if sg != logSignal || cfg.Dedup.Logs != nil {
+			byInput[input] = set
+		}
+	}
+	return set, byInput
+}
+
+// logKeyOf returns the set of parts.
+func logKeyOf(parts []LogPart) logKey {
+	var k logKey
+	for _, p := range parts {
+		k |= 1 << slices.Index(logParts, p)
+	}
+	return k
 }

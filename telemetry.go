@@ -58,21 +58,6 @@ func lateAttrs(reason, action string) metric.MeasurementOption {
 	return metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason), attribute.String("action", action)))
 }
 
-// numVerdicts sizes the tables indexed by verdict; Invalid is the last.
-const numVerdicts = int(stream.Invalid) + 1
-
-// lateAction is what happened to a call's late records: the late counter's action attribute.
-type lateAction uint8
-
-const (
-	lateDropped lateAction = iota
-	lateRouted
-	latePassed // the processor hands every record on
-	numLateActions
-)
-
-var lateActionNames = [numLateActions]string{lateDropped: "dropped", lateRouted: "routed", latePassed: "passed"}
-
 // The options of the counters that every batch may touch, built once (see outcomeOption): by late
 // reason and action, and by value reason.
 var (
