@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -34,7 +35,7 @@ func TestBadTimestampsAreRoutedWithTheirReason(t *testing.T) {
 			t.Errorf("%s: routed as %q, want %q", name, got[name], reason)
 		}
 	}
-	if w := lookup(t).engine.Watermark(); w != 500*s {
+	if w := lookup(t).Engine.Watermark(); w != 500*s {
 		t.Fatalf("watermark moved to %d by rejected records", w)
 	}
 }
@@ -48,7 +49,7 @@ func routedReasons(h *connectorHarness) map[string]string {
 			for j := 0; j < sss.Len(); j++ {
 				sps := sss.At(j).Spans()
 				for k := 0; k < sps.Len(); k++ {
-					r, _ := sps.At(k).Attributes().Get(attrLateReason)
+					r, _ := sps.At(k).Attributes().Get(ingest.AttrLateReason)
 					out[sps.At(k).Name()] = r.Str()
 				}
 			}
@@ -102,8 +103,8 @@ func TestVeryLongGroupByValuesAreCut(t *testing.T) {
 	md := h.metrics.AllMetrics()[0]
 	dp := md.ResourceMetrics().At(0).ScopeMetrics().At(0).Metrics().At(0).Sum().DataPoints().At(0)
 	v, _ := dp.Attributes().Get("user")
-	if len(v.Str()) != maxKeyValueLen || !strings.HasPrefix(long, v.Str()) || dp.IntValue() != 2 {
-		t.Fatalf("cut value of %d bytes, count %d; want the first %d bytes, both spans in one series", len(v.Str()), dp.IntValue(), maxKeyValueLen)
+	if len(v.Str()) != ingest.MaxKeyValueLen || !strings.HasPrefix(long, v.Str()) || dp.IntValue() != 2 {
+		t.Fatalf("cut value of %d bytes, count %d; want the first %d bytes, both spans in one series", len(v.Str()), dp.IntValue(), ingest.MaxKeyValueLen)
 	}
 	wantCounter(t, h.tel, "otelcol_window_aggregator_truncated_keys", nil, 2)
 }
@@ -146,7 +147,7 @@ func TestMillionDistinctKeysStayWithinMaxSeries(t *testing.T) {
 		}
 		h.sendTraces(td)
 	}
-	st := lookup(t).engine.Stats()
+	st := lookup(t).Engine.Stats()
 	if st.ActiveSeries[0] != 1000 || st.OverflowRecords != total-1000 {
 		t.Fatalf("active series %d, overflow records %d; want 1000 and %d", st.ActiveSeries[0], st.OverflowRecords, total-1000)
 	}

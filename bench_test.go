@@ -18,6 +18,7 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 )
 
 // benchTraces builds batches of 1000 spans over 10 services x 20 span names x 4 methods (800 series),
@@ -106,7 +107,7 @@ func BenchmarkConnectorTraces(b *testing.B) {
 // http.request.method.
 func BenchmarkBuildKey(b *testing.B) {
 	cfg := AggregationConfig{Name: "http", Signal: "spans", GroupBy: keys("service.name", "span.name", "http.request.method")}
-	agg, err := compileAggregation(0, cfg, newOTTLParsers(validationSettings))
+	agg, err := compileAggregation(0, cfg, ingest.NewOTTLParsers(ingest.ValidationSettings))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -117,10 +118,10 @@ func BenchmarkBuildKey(b *testing.B) {
 			name = "build"
 		}
 		b.Run(name, func(b *testing.B) {
-			var sa signalAggs
-			sa.add(agg)
-			r := getSpanReader(&sa) // reads as ingest reads
-			defer r.release()
+			var sa ingest.SignalAggs
+			sa.Add(agg)
+			r := ingest.GetSpanReader(&sa) // reads as ingest reads
+			defer r.Release()
 			var kb serieskey.Builder
 			sink := 0
 			b.ReportAllocs()
@@ -132,16 +133,16 @@ func BenchmarkBuildKey(b *testing.B) {
 					sss := rs.ScopeSpans()
 					for j := 0; j < sss.Len(); j++ {
 						ss := sss.At(j)
-						r.setScope(rs, ss)
+						r.SetScope(rs, ss)
 						spans := ss.Spans()
 						for k := 0; k < spans.Len(); k++ {
-							r.read(spans.At(k))
+							r.Read(spans.At(k))
 							if build {
-								agg.buildKey(&kb, &r.record)
+								agg.BuildKey(&kb, &r.Record)
 								sink += len(kb.Key())
 							} else {
-								v, _ := r.attrs.Get("http.request.method")
-								sink += len(v.Str()) + len(r.field[fieldSpanName])
+								v, _ := r.Attrs.Get("http.request.method")
+								sink += len(v.Str()) + len(r.Field[ingest.FieldSpanName])
 							}
 						}
 					}

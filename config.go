@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 )
 
 // Config is the configuration of both forms of window_aggregator. The keys are those of the contract
@@ -50,7 +51,7 @@ type Config struct {
 
 	// ottl is what Validate parsed of the aggregations' OTTL, for the component to compile them with
 	// (see parsers); not a setting.
-	ottl *ottlParsers
+	ottl *ingest.OTTLParsers
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -262,9 +263,9 @@ func createDefaultConfig() component.Config {
 
 // parsers returns the OTTL parsers of the configuration: those Validate parsed its expressions with,
 // else new ones with telemetry set.
-func (c *Config) parsers(set component.TelemetrySettings) *ottlParsers {
+func (c *Config) parsers(set component.TelemetrySettings) *ingest.OTTLParsers {
 	if c.ottl == nil {
-		c.ottl = newOTTLParsers(set)
+		c.ottl = ingest.NewOTTLParsers(set)
 	}
 	return c.ottl
 }
@@ -322,7 +323,7 @@ func (a *AggregationConfig) weight() Weight {
 	if a.Weight != "" {
 		return a.Weight
 	}
-	if sg := signalNamed(string(a.Signal)); sg != nil && sg.adjustedCount {
+	if sg := ingest.SignalNamed(string(a.Signal)); sg != nil && sg.AdjustedCount {
 		return weightAdjustedCountName
 	}
 	return weightNoneName
@@ -331,8 +332,8 @@ func (a *AggregationConfig) weight() Weight {
 // isDuration reports whether the aggregation's value is the span duration.
 func (a *AggregationConfig) isDuration() bool {
 	if a.Value == (ValueConfig{}) {
-		sg := signalNamed(string(a.Signal))
-		return sg != nil && sg.duration // spans' default
+		sg := ingest.SignalNamed(string(a.Signal))
+		return sg != nil && sg.Duration // spans' default
 	}
 	return a.Value.Source == valueDuration
 }

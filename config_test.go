@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 )
 
 func loadConfig(t *testing.T, name string) *Config {
@@ -54,23 +55,23 @@ func TestDefaultsAreThoseOfTheContract(t *testing.T) {
 		len(cfg.Watermark.PerSource) != 0 || cfg.Watermark.SourceIdleTimeout != time.Minute || cfg.Watermark.MaxSources != 1000 {
 		t.Fatalf("defaults: %+v", cfg)
 	}
-	a, err := compileAggregation(0, cfg.Aggregations[0], newOTTLParsers(validationSettings))
+	a, err := compileAggregation(0, cfg.Aggregations[0], ingest.NewOTTLParsers(ingest.ValidationSettings))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !a.duration || a.unit != "ms" || !delivery.Has(a.outputs, "count") || delivery.Has(a.outputs, "sum") || len(a.quantiles) != 0 || len(a.groupBy) != 0 ||
-		a.histMax != 160 || a.exemplars != 0 {
+	if !a.Duration || a.Unit != "ms" || !delivery.Has(a.Outputs, "count") || delivery.Has(a.Outputs, "sum") || len(a.Quantiles) != 0 || len(a.GroupBy) != 0 ||
+		a.HistMax != 160 || a.Exemplars != 0 {
 		t.Fatalf("aggregation defaults (value duration, unit ms, outputs [count], no group_by, histogram_max_size 160, no exemplars): %+v", a)
 	}
 	if n := (ExemplarsConfig{Enabled: true}).perPoint(); n != 5 {
 		t.Fatalf("exemplars enabled without max_per_data_point: %d a point, want 5", n)
 	}
-	if a.weight != weighAdjustedCount {
-		t.Fatalf("spans weigh by adjusted count by default; weight %v", a.weight)
+	if a.Weight != ingest.WeighAdjustedCount {
+		t.Fatalf("spans weigh by adjusted count by default; weight %v", a.Weight)
 	}
-	logsAgg, err := compileAggregation(0, AggregationConfig{Name: "l", Signal: "logs"}, newOTTLParsers(validationSettings))
-	if err != nil || logsAgg.weight != weighNone {
-		t.Fatalf("logs weigh 1 by default; weight %v (%v)", logsAgg.weight, err)
+	logsAgg, err := compileAggregation(0, AggregationConfig{Name: "l", Signal: "logs"}, ingest.NewOTTLParsers(ingest.ValidationSettings))
+	if err != nil || logsAgg.Weight != ingest.WeighNone {
+		t.Fatalf("logs weigh 1 by default; weight %v (%v)", logsAgg.Weight, err)
 	}
 }
 
@@ -88,20 +89,20 @@ func TestFullConfigLoads(t *testing.T) {
 		cfg.SeriesExpiration != 10*time.Minute {
 		t.Fatalf("full: %+v", cfg)
 	}
-	a, err := compileAggregation(0, cfg.Aggregations[0], newOTTLParsers(validationSettings))
+	a, err := compileAggregation(0, cfg.Aggregations[0], ingest.NewOTTLParsers(ingest.ValidationSettings))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.exemplars != 8 {
-		t.Fatalf("exemplars per point %d, want 8", a.exemplars)
+	if a.Exemplars != 8 {
+		t.Fatalf("exemplars per point %d, want 8", a.Exemplars)
 	}
 	want := []float64{0.50, 0.95, 0.99, 0.999}
-	if len(a.quantiles) != len(want) {
-		t.Fatalf("quantiles %v, want %v", a.quantiles, want)
+	if len(a.Quantiles) != len(want) {
+		t.Fatalf("quantiles %v, want %v", a.Quantiles, want)
 	}
 	for i := range want {
-		if a.quantiles[i] != want[i] {
-			t.Fatalf("quantiles %v, want %v", a.quantiles, want)
+		if a.Quantiles[i] != want[i] {
+			t.Fatalf("quantiles %v, want %v", a.Quantiles, want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/processor/processortest"
@@ -131,7 +132,7 @@ func TestConnectorTumblingWindowsLatenessAndRouting(t *testing.T) {
 				for i := 0; i < rss.Len(); i++ {
 					spans := rss.At(i).ScopeSpans().At(0).Spans()
 					for j := 0; j < spans.Len(); j++ {
-						r, _ := spans.At(j).Attributes().Get(attrLateReason)
+						r, _ := spans.At(j).Attributes().Get(ingest.AttrLateReason)
 						got[r.Str()]++
 						if r.Str() == reasonExpired {
 							expired = spans.At(j)
@@ -142,7 +143,7 @@ func TestConnectorTumblingWindowsLatenessAndRouting(t *testing.T) {
 			if got[reasonExpired] != 1 || got[reasonInvalid] != 1 || got[reasonFuture] != 1 || len(got) != 3 {
 				t.Fatalf("routed by reason: %v, want one each of expired, invalid, future", got)
 			}
-			if w, _ := expired.Attributes().Get(attrWatermark); w.Int() != 16*s {
+			if w, _ := expired.Attributes().Get(ingest.AttrWatermark); w.Int() != 16*s {
 				t.Fatalf("watermark attribute %v, want %d", w.AsRaw(), 16*s)
 			}
 			if k, _ := expired.Attributes().Get("k"); k.Str() != "v" || expired.Name() != "/x" {

@@ -3,50 +3,36 @@
 // internal/engine/stream (its model is stated in internal/engine/stream/doc.go); sketches are in
 // internal/engine/sketch; delivery of the results in internal/delivery.
 //
-// The path of a record, and the file that holds each step (each file refers only to those below it):
+// The root is the shell: the configuration (config.go, enums.go, validate.go), the factories
+// (factory.go) and the instances of both forms with their lifecycle (instance.go, written once over a
+// signal's pdata; forms.go names them for ptrace, plog and pmetric), and the state one component id
+// shares (state.go). The parts that own their state are packages:
 //
-//	ptrace / plog / pmetric ─► factory.go ─► the instances of both forms, written once over the
-//	   │  signal's pdata (instance.go), under the names of a signal's file (spans.go, logs.go,
-//	   │  metrics.go), which holds the signal's reader and its walk: the reader fills the record view
-//	   │  (record.go) record by record; a metric point's reader is metricreader.go
+//	ptrace / plog / pmetric ─► factory.go ─► instance.go, forms.go
 //	   ▼
-//	ingest.go, the core: a record's identity is claimed at the first aggregation that selects it
-//	   │  (dedup.go's stage, over internal/dedup: a duplicate goes no further); each aggregation
-//	   │  (aggregation.go) reads the view (reading.go: selection, key and value, as configured or by
-//	   │  OTTL) and weighs it (weight.go); a metric point adds what its kind says against its input
-//	   │  stream's last point (internal/metricinput: points.go, histograms.go, inputs.go), the stream
-//	   │  keyed by streamidentity.go);
-//	   │  the record is staged at its event time, a histogram point as a distribution; report.go
-//	   │  counts the call's outcomes
+//	internal/ingest: a signal's reader fills the record view; each aggregation (compiled by
+//	   │  compile.go) selects, keys, values and weighs it; dedup claims its identity (internal/dedup);
+//	   │  a metric point adds what its kind says against its input stream (internal/metricinput);
+//	   │  the record is staged at its event time; late records are copied for the late pipeline
 //	   ▼
-//	stream.Batch (internal/engine/stream/batch.go): Begin → SetSource → Stage → Apply → End
-//	   │  shard.go → table.go, series.go → pane.go; watermark.go, source.go; window.go
-//	   │  (the engine, engine.go, holds the shards; a shard fires its windows in emit.go)
-//	   ├─ late / future / invalid ─► late.go: a copy of the late records, marked, for the signal's
-//	   │  late pipeline (instance.go), or counted
+//	stream.Batch (internal/engine/stream: the engine, its shards, series, panes and watermark)
 //	   ▼  W passes a window's end
-//	stream.Result with its Point (internal/engine/stream/result.go, point.go)
-//	   ▼
-//	internal/delivery: builder.go (the table of outputs, outputs.go) → pmetric, in batches of at
-//	most emit.max_points_per_send; emitter.go: a queue bounded in points, collected and delivered by
-//	the component's goroutines (split.go cuts oversized requests) ─► the sinks (sinks.go), the
-//	metrics consumers
+//	internal/delivery: the table of outputs, the results as pmetric, the queue and the sinks
 //
-// state.go holds one state per component id: the engine, the metric inputs, the emitter, and with
-// storage the checkpoint coordinator (internal/checkpoint: its format; it owns the ingest gate and
-// captures, saves and restores the engine, the metric inputs, the identities and the emitter's
-// queue); config.go, enums.go and validate.go the configuration (signal.go what each signal reads,
-// ottl.go the OTTL parsers and their errors); telemetry.go the counters' attribute sets, health.go the
-// component's status; memory.go the memory formula. The operator view's read side: the component is an
-// internal/view Source (view.go: its state as the window_aggregator_view extension shows it;
-// explain.go: one series explained, with the windows it emitted that internal/view's Watch keeps;
-// aggcounts.go: records by outcome per aggregation), registered there when it starts.
+// state.go holds one state per component id: ingest's Core (the engine, the aggregations, the metric
+// inputs, the identities), the emitter, and with storage the checkpoint coordinator
+// (internal/checkpoint: its format; it owns the ingest gate and captures, saves and restores the
+// engine, the metric inputs, the identities and the emitter's queue). report.go is where an ingest
+// call reports (the counters, the OTTL error log), telemetry.go the counters' attribute sets,
+// health.go the component's status, memory.go the memory formula. The operator view's read side: the
+// component is an internal/view Source (view.go: its state as the window_aggregator_view extension
+// shows it; explain.go: one series explained, with the windows it emitted that internal/view's Watch
+// keeps), registered there when it starts.
 //
 // Each file refers only to files named after it in this order (`go run ./scripts/structure -all .`
-// prints it; `make test` fails on a reference that runs back up): explain.go, factory.go, logs.go,
-// metrics.go, spans.go, validate.go, view.go, ingest.go, instance.go, metricreader.go, report.go,
-// state.go, aggcounts.go, dedup.go, memory.go, telemetry.go, reading.go, aggregation.go, config.go, enums.go, signal.go, ottl.go, record.go,
-// streamidentity.go, health.go, late.go, weight.go.
+// prints it; `make test` fails on a reference that runs back up): explain.go, factory.go, forms.go,
+// instance.go, report.go, validate.go, view.go, state.go, compile.go, memory.go, config.go,
+// telemetry.go, health.go, enums.go.
 //
 // Locks, in the order they are taken (a goroutine holding one takes only those after it):
 //

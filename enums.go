@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 )
 
 // The configuration's enumerations, each a type whose UnmarshalText refuses a value outside it: a bad
@@ -42,8 +44,8 @@ func (a *LateAction) UnmarshalText(text []byte) error  { return unmarshalEnum(a,
 type SignalName string
 
 func (s SignalName) check() error {
-	if signalNamed(string(s)) == nil {
-		return fmt.Errorf("must be one of %s, got %q", strings.Join(signalNames(), ", "), s)
+	if ingest.SignalNamed(string(s)) == nil {
+		return fmt.Errorf("must be one of %s, got %q", strings.Join(ingest.SignalNames(), ", "), s)
 	}
 	return nil
 }
@@ -103,9 +105,9 @@ func (w *Weight) UnmarshalText(text []byte) error { return unmarshalEnum(w, text
 type LogPart string
 
 // logParts are the values of LogPart, in the order they are hashed.
-var logParts = []LogPart{"time", "observed_time", "severity", "body", "attributes", "resource", "scope", "trace_id", "span_id"}
+var logParts = [ingest.NumLogParts]LogPart{"time", "observed_time", "severity", "body", "attributes", "resource", "scope", "trace_id", "span_id"}
 
-func (p LogPart) check() error { return oneOf(p, logParts...) }
+func (p LogPart) check() error { return oneOf(p, logParts[:]...) }
 
 func (p *LogPart) UnmarshalText(text []byte) error { return unmarshalEnum(p, text) }
 

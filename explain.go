@@ -5,6 +5,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
@@ -12,9 +13,9 @@ import (
 // named, as text; a key left out matches a record that lacked it).
 func (s *shared) Explain(name string, values map[string]string) (view.SeriesExplanation, error) {
 	id := s.id.String()
-	var a *aggregation
-	for _, ag := range s.aggs {
-		if ag.name == name {
+	var a *ingest.Aggregation
+	for _, ag := range s.Aggs {
+		if ag.Name == name {
 			a = ag
 		}
 	}
@@ -22,18 +23,18 @@ func (s *shared) Explain(name string, values map[string]string) (view.SeriesExpl
 		return view.SeriesExplanation{}, fmt.Errorf("component %q has no aggregation %q", id, name)
 	}
 	for k := range values {
-		if !a.groupsBy(k) {
+		if !a.GroupsBy(k) {
 			return view.SeriesExplanation{}, fmt.Errorf("aggregation %q does not group by %q", name, k)
 		}
 	}
 	ex := view.SeriesExplanation{Component: id, Aggregation: name, Series: values}
-	e := s.engine
-	key, wins, found := e.FindSeries(a.index, func(key string) bool { return maps.Equal(a.decodeKey(key), values) })
+	e := s.Engine
+	key, wins, found := e.FindSeries(a.Index, func(key string) bool { return maps.Equal(a.DecodeKey(key), values) })
 	ex.Found, ex.Windows = found, []view.SeriesWindowView{}
 	for _, w := range wins {
 		ex.Windows = append(ex.Windows, view.SeriesWindowView{WindowView: s.windowView(w.WindowView), Records: w.Records, Sum: w.Sum})
 	}
-	ex.LastValues, ex.LastValuesSince = s.watch.Ask(a.index, values, key, found, time.Unix(0, e.Now()).UTC())
+	ex.LastValues, ex.LastValuesSince = s.watch.Ask(a.Index, values, key, found, time.Unix(0, e.Now()).UTC())
 	if ex.LastValues == nil {
 		ex.LastValues = []view.EmittedWindow{}
 	}
@@ -46,7 +47,7 @@ func (s *shared) Explain(name string, values map[string]string) (view.SeriesExpl
 	switch {
 	case len(ex.LastValues) > 0:
 		ex.Why = "fired: its windows have fired and taken late records until W passed their end plus allowed_lateness; its last values are listed"
-	case e.Overflowing(a.index):
+	case e.Overflowing(a.Index):
 		ex.Why = fmt.Sprintf("overflow: the aggregation holds max_series (%d) series, and the records of a new one go to its overflow series", s.cfg.MaxSeries)
 	default:
 		ex.Why = fmt.Sprintf("not seen: no record with these values is in a window that has not expired. Of its signal's records, the aggregation "+
@@ -54,14 +55,4 @@ func (s *shared) Explain(name string, values map[string]string) (view.SeriesExpl
 			"Its emitted values are kept once it is asked about while it has records", rc.Unmatched, late)
 	}
 	return ex, nil
-}
-
-// groupsBy reports whether the aggregation groups by key name.
-func (a *aggregation) groupsBy(name string) bool {
-	for _, k := range a.groupBy {
-		if k.name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
@@ -36,7 +37,7 @@ func (p tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 }
 
 var tracesForms = &signalForms[ptrace.Traces, consumer.Traces, connector.Traces, processor.Traces]{
-	input: inputSpans, ingest: ingestTraces,
+	input: ingest.InputSpans, ingest: ingest.Traces,
 	consumeOf: func(next consumer.Traces) func(context.Context, ptrace.Traces) error { return next.ConsumeTraces },
 	toMetrics: func(c *toMetrics[ptrace.Traces]) connector.Traces { return tracesToMetrics{c} },
 	routing:   func(c *onward[ptrace.Traces]) connector.Traces { return tracesToTraces{c} },
@@ -63,7 +64,7 @@ func (p logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 var logsForms = &signalForms[plog.Logs, consumer.Logs, connector.Logs, processor.Logs]{
-	input: inputLogs, ingest: ingestLogs,
+	input: ingest.InputLogs, ingest: ingest.Logs,
 	consumeOf: func(next consumer.Logs) func(context.Context, plog.Logs) error { return next.ConsumeLogs },
 	toMetrics: func(c *toMetrics[plog.Logs]) connector.Logs { return logsToMetrics{c} },
 	routing:   func(c *onward[plog.Logs]) connector.Logs { return logsToLogs{c} },
@@ -84,7 +85,7 @@ func (c metricsToMetrics) ConsumeMetrics(ctx context.Context, md pmetric.Metrics
 
 func (p metricsProcessor) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
 	if p.s.cfg.DropAggregatedInput && md.DataPointCount() > 0 {
-		if _, _, err := p.ingest(&p.s.core, ctx, md, latePassed); err != nil || md.DataPointCount() == 0 {
+		if _, _, err := p.ingest(&p.s.Core, ctx, md, ingest.LatePassed); err != nil || md.DataPointCount() == 0 {
 			return err // error_mode propagate: the batch is refused; or every point was taken
 		}
 		return p.next(ctx, md)
@@ -98,7 +99,7 @@ func (p metricsProcessor) Capabilities() consumer.Capabilities {
 }
 
 var metricsForms = &signalForms[pmetric.Metrics, consumer.Metrics, connector.Metrics, processor.Metrics]{
-	input: inputMetrics, ingest: ingestMetrics,
+	input: ingest.InputMetrics, ingest: ingest.Metrics,
 	consumeOf: func(next consumer.Metrics) func(context.Context, pmetric.Metrics) error { return next.ConsumeMetrics },
 	toMetrics: func(c *toMetrics[pmetric.Metrics]) connector.Metrics { return metricsToMetrics{c} },
 	passing:   func(p *onward[pmetric.Metrics]) processor.Metrics { return metricsProcessor{p} },
@@ -121,6 +122,6 @@ func createMetricsProcessor(ctx context.Context, set processor.Settings, cfg com
 		return nil, err
 	}
 	mp := p.(metricsProcessor)
-	mp.sink = mp.s.addSink(next, inputAny)
+	mp.sink = mp.s.addSink(next, ingest.InputAny)
 	return mp, nil
 }

@@ -13,6 +13,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 )
@@ -40,11 +41,11 @@ func FuzzConfig(f *testing.F) {
 		ecfg := stream.Config{Size: cfg.Window.Size, Slide: cfg.Window.Slide, MaxOutOfOrderness: cfg.Watermark.MaxOutOfOrderness,
 			IdleTimeout: cfg.Watermark.IdleTimeout, MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness}
 		for i, ac := range cfg.Aggregations {
-			a, err := compileAggregation(i, ac, newOTTLParsers(validationSettings))
+			a, err := compileAggregation(i, ac, ingest.NewOTTLParsers(ingest.ValidationSettings))
 			if err != nil {
 				t.Fatalf("a config that validates does not compile: %v\n%s", err, doc)
 			}
-			ecfg.Aggregations = append(ecfg.Aggregations, a.engineAggregation(cfg.MaxSeries))
+			ecfg.Aggregations = append(ecfg.Aggregations, a.EngineAggregation(cfg.MaxSeries))
 		}
 		if _, err := stream.New(ecfg); err != nil {
 			t.Fatalf("a config that validates is refused by the engine: %v\n%s", err, doc)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 )
 
 // The instances of both forms, written once, generic over a signal's pdata B (ptrace.Traces,
@@ -54,7 +55,7 @@ func (in *instance) Capabilities() consumer.Capabilities { return connectorCapab
 // ingestFunc aggregates a batch of a signal's records, its late ones as action says; with lateRouted
 // it returns a copy of the late ones, and routed true, when some are late. err is an OTTL error with
 // error_mode propagate: the records are aggregated all the same, and the batch is to be refused.
-type ingestFunc[B any] func(c *core, ctx context.Context, b B, action lateAction) (late B, routed bool, err error)
+type ingestFunc[B any] func(c *ingest.Core, ctx context.Context, b B, action ingest.Action) (late B, routed bool, err error)
 
 // toMetrics is a connector's B->metrics instance. It aggregates a batch unless a B->B instance exists,
 // which the collector hands the same batches and which routes the late records besides.
@@ -67,7 +68,7 @@ func (c *toMetrics[B]) consume(ctx context.Context, b B) error {
 	if c.s.routes[c.feed] {
 		return nil // the B->B instance aggregates this batch
 	}
-	_, _, err := c.ingest(&c.s.core, ctx, b, lateActionFor(c.s.cfg, false))
+	_, _, err := c.ingest(&c.s.Core, ctx, b, lateActionFor(c.s.cfg, false))
 	return err
 }
 
@@ -81,7 +82,7 @@ type onward[B any] struct {
 }
 
 func (c *onward[B]) route(ctx context.Context, b B) error {
-	late, routed, err := c.ingest(&c.s.core, ctx, b, lateActionFor(c.s.cfg, true))
+	late, routed, err := c.ingest(&c.s.Core, ctx, b, lateActionFor(c.s.cfg, true))
 	if routed {
 		err = errors.Join(err, c.next(ctx, late))
 	}
@@ -89,17 +90,17 @@ func (c *onward[B]) route(ctx context.Context, b B) error {
 }
 
 func (c *onward[B]) pass(ctx context.Context, b B) error {
-	if _, _, err := c.ingest(&c.s.core, ctx, b, latePassed); err != nil {
+	if _, _, err := c.ingest(&c.s.Core, ctx, b, ingest.LatePassed); err != nil {
 		return err // error_mode propagate: the batch is refused
 	}
 	return c.next(ctx, b)
 }
 
-func lateActionFor(cfg *Config, routed bool) lateAction {
+func lateActionFor(cfg *Config, routed bool) ingest.Action {
 	if routed && cfg.LateData.Action != actionDrop {
-		return lateRouted
+		return ingest.LateRouted
 	}
-	return lateDropped // drop, or route with no traces->traces or logs->logs pipeline to take them
+	return ingest.LateDropped // drop, or route with no traces->traces or logs->logs pipeline to take them
 }
 
 // signalForms is what a signal gives the generic forms: its input, its ingest function, the consume

@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 )
 
 // The memory formula of the README, per aggregation (and, with dedup, for the component what a full
@@ -54,15 +55,15 @@ const (
 )
 
 // pendingPointEstimate is the bytes of the largest data point that aggregation a emits.
-func pendingPointEstimate(a *aggregation) int64 {
-	exemplars := pendingExemplarBytes * int64(a.exemplars) // the histogram's, or the max gauge's one
+func pendingPointEstimate(a *ingest.Aggregation) int64 {
+	exemplars := pendingExemplarBytes * int64(a.Exemplars) // the histogram's, or the max gauge's one
 	switch {
-	case !a.histogram:
+	case !a.Histogram:
 		return pendingPointBytes + exemplars
-	case a.bounds != nil:
-		return pendingPointBytes + explicitBucketBytes*int64(len(a.bounds)+1) + exemplars
+	case a.Bounds != nil:
+		return pendingPointBytes + explicitBucketBytes*int64(len(a.Bounds)+1) + exemplars
 	default:
-		return pendingPointBytes + exponentialHalfBuckets*int64(a.histMax)/2 + exemplars
+		return pendingPointBytes + exponentialHalfBuckets*int64(a.HistMax)/2 + exemplars
 	}
 }
 
@@ -73,18 +74,18 @@ func panesPerSeries(cfg *Config) int64 {
 }
 
 // memoryEstimate is the formula for one aggregation, in bytes.
-func memoryEstimate(cfg *Config, a *aggregation) int64 {
+func memoryEstimate(cfg *Config, a *ingest.Aggregation) int64 {
 	revise := cfg.LateFirings == lateRevise
-	exponential := a.histogram && a.bounds == nil
+	exponential := a.Histogram && a.Bounds == nil
 	var sketch, counts, accrual int64
-	if exponential || len(a.quantiles) > 0 {
+	if exponential || len(a.Quantiles) > 0 {
 		sketch = assumedSketch
 		if exponential && revise {
 			sketch *= 2
 		}
 	}
-	if a.bounds != nil {
-		counts = 8 * int64(len(a.bounds)+1)
+	if a.Bounds != nil {
+		counts = 8 * int64(len(a.Bounds)+1)
 	}
 	if !revise { // cumulative output, or folded late records (revise is delta only)
 		accrual = accrualBytes + counts
@@ -97,7 +98,7 @@ func memoryEstimate(cfg *Config, a *aggregation) int64 {
 		paneCounts *= 2
 	}
 	var paneExemplars int64
-	if k := int64(a.exemplars); k > 0 {
+	if k := int64(a.Exemplars); k > 0 {
 		paneExemplars = paneExemplarsBytes + exemplarBytes*(k-1)
 		if revise {
 			paneExemplars += exemplarBytes * (k - 1)
@@ -105,22 +106,22 @@ func memoryEstimate(cfg *Config, a *aggregation) int64 {
 			accrual += reservoirBytes + exemplarBytes*(k-1)
 		}
 	}
-	key := int64(assumedKeyBytes * len(a.groupBy))
+	key := int64(assumedKeyBytes * len(a.GroupBy))
 	return int64(cfg.MaxSeries+1)*(seriesBytes+key+accrual+panesPerSeries(cfg)*(paneBytes+sketch+paneCounts+paneExemplars)) +
 		inputStreamsEstimate(cfg, a)
 }
 
 // inputStreamsEstimate is term I: what a metrics aggregation keeps of max_input_streams cumulative
 // input streams.
-func inputStreamsEstimate(cfg *Config, a *aggregation) int64 {
-	if !a.signal.points {
+func inputStreamsEstimate(cfg *Config, a *ingest.Aggregation) int64 {
+	if !a.Signal.Points {
 		return 0
 	}
 	per := int64(inputStreamBytes)
-	if a.bounds != nil {
-		per += 8 * int64(len(a.bounds)+1)
+	if a.Bounds != nil {
+		per += 8 * int64(len(a.Bounds)+1)
 	}
-	if a.feedsSketch() {
+	if a.FeedsSketch() {
 		per += inputSketchBytes
 	}
 	return int64(cfg.MaxInputStreams) * per
@@ -128,13 +129,13 @@ func inputStreamsEstimate(cfg *Config, a *aggregation) int64 {
 
 // logMemoryEstimate logs the formula's value for configuration cfg and its aggregations aggs, so that
 // an operator sees what a geometry costs before it is reached.
-func logMemoryEstimate(logger *zap.Logger, cfg *Config, aggs []*aggregation) {
+func logMemoryEstimate(logger *zap.Logger, cfg *Config, aggs []*ingest.Aggregation) {
 	var total int64
 	fields := []zap.Field{zap.Int64("panes_per_series", panesPerSeries(cfg)), zap.Int("max_series", cfg.MaxSeries)}
 	for _, a := range aggs {
 		b := memoryEstimate(cfg, a)
 		total += b
-		fields = append(fields, zap.Int64("bytes."+a.name, b))
+		fields = append(fields, zap.Int64("bytes."+a.Name, b))
 	}
 	if cfg.Dedup.Enabled {
 		d := dedup.Footprint(cfg.Dedup.MaxIDs)

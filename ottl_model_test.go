@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -196,16 +197,16 @@ type modelCell struct {
 
 // expect runs the model's aggregation over the spans: the counts and sums per series and window start
 // (seconds), and the OTTL errors by clause.
-func (m *modelAgg) expect(spans []modelSpan) (map[string]*modelCell, [numOTTLClauses]int64) {
+func (m *modelAgg) expect(spans []modelSpan) (map[string]*modelCell, [ingest.NumOTTLClauses]int64) {
 	cells := map[string]*modelCell{}
-	var errs [numOTTLClauses]int64
+	var errs [ingest.NumOTTLClauses]int64
 	for i := range spans {
 		s := &spans[i]
 		selected := len(m.conditions) == 0
 		for _, c := range m.conditions {
 			ok, failed := c.model(s)
 			if failed {
-				errs[clauseWhere]++
+				errs[ingest.ClauseWhere]++
 				continue
 			}
 			if ok {
@@ -223,7 +224,7 @@ func (m *modelAgg) expect(spans []modelSpan) (map[string]*modelCell, [numOTTLCla
 				name = "k" + strconv.Itoa(k)
 				r := e.model(s)
 				if r.err {
-					errs[clauseGroupBy]++
+					errs[ingest.ClauseGroupBy]++
 				}
 				v = r.v
 			}
@@ -239,7 +240,7 @@ func (m *modelAgg) expect(spans []modelSpan) (map[string]*modelCell, [numOTTLCla
 		if m.value != nil {
 			r := m.value.model(s)
 			if r.err {
-				errs[clauseValue]++
+				errs[ingest.ClauseValue]++
 			}
 			f, ok := r.v.(float64)
 			value, hasValue = f, ok
@@ -407,7 +408,7 @@ func TestOTTLMatchesReferenceModel(t *testing.T) {
 					}
 				}
 				for c, n := range errs {
-					attrs := map[string]string{"aggregation": m.cfg.Name, "clause": ottlClauseNames[c]}
+					attrs := map[string]string{"aggregation": m.cfg.Name, "clause": ingest.OTTLClauseNames[c]}
 					if got := counterValue(t, run.tel, "otelcol_window_aggregator_ottl_errors", attrs); got != n {
 						t.Errorf("%s: ottl_errors%v = %d, the model's %d", m.cfg.Name, attrs, got, n)
 					}

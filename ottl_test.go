@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -356,18 +357,18 @@ func timestampAt(sec float64) pcommon.Timestamp {
 
 // countingParser counts the expressions it parses.
 type countingParser struct {
-	ottlParser
+	ingest.OTTLParser
 	n int
 }
 
-func (c *countingParser) condition(expr string) (ottlCondition, error) {
+func (c *countingParser) Condition(expr string) (ingest.OTTLCondition, error) {
 	c.n++
-	return c.ottlParser.condition(expr)
+	return c.OTTLParser.Condition(expr)
 }
 
-func (c *countingParser) value(expr string) (ottlValue, error) {
+func (c *countingParser) Value(expr string) (ingest.OTTLValue, error) {
 	c.n++
-	return c.ottlParser.value(expr)
+	return c.OTTLParser.Value(expr)
 }
 
 // The collector validates a configuration, then creates its components from it: each OTTL
@@ -380,12 +381,12 @@ func TestOTTLIsParsedOnce(t *testing.T) {
 		GroupBy: []GroupByKey{{Key: "route", OTTL: `span.attributes["http.route"]`}},
 		Value:   ValueConfig{OTTL: `Double(span.attributes["size"])`}}}
 	must(t, cfg.Validate())
-	op := cfg.ottl.bySignal[spanSignal.name]
-	if op == nil || len(op.conditions) != 1 || len(op.values) != 2 {
+	op := cfg.ottl.BySignal[ingest.SpanSignal.Name]
+	if op == nil || len(op.Conditions) != 1 || len(op.Values) != 2 {
 		t.Fatalf("Validate kept %+v, want the condition and the two values", op)
 	}
-	counting := &countingParser{ottlParser: op.p}
-	op.p = counting
+	counting := &countingParser{OTTLParser: op.Parser}
+	op.Parser = counting
 	h := newConnectorHarness(t, cfg, false)
 	h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 1, ms: 1, kind: ptrace.SpanKindServer, attrs: map[string]any{"http.route": "/r", "size": 3}}))
 	if counting.n != 0 {

@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 	"github.com/windowaggregator/windowaggregator/internal/values"
 )
@@ -16,45 +17,45 @@ import (
 
 // Report adds the tally of a call of input's records to the counters; action is what happened to
 // late records.
-func (s *shared) Report(ctx context.Context, t *tally, input int, action lateAction) {
+func (s *shared) Report(ctx context.Context, t *ingest.Tally, input int, action ingest.Action) {
 	tel := s.tel
-	if t.aggregated > 0 {
-		tel.WindowAggregatorRecords.Add(ctx, t.aggregated, attrOutcomeAggregated...)
+	if t.Aggregated > 0 {
+		tel.WindowAggregatorRecords.Add(ctx, t.Aggregated, attrOutcomeAggregated...)
 	}
-	if t.lateUpdated > 0 {
-		tel.WindowAggregatorRecords.Add(ctx, t.lateUpdated, attrOutcomeLateUpdated...)
+	if t.LateUpdated > 0 {
+		tel.WindowAggregatorRecords.Add(ctx, t.LateUpdated, attrOutcomeLateUpdated...)
 	}
-	if t.unmatched > 0 {
-		tel.WindowAggregatorRecords.Add(ctx, t.unmatched, attrOutcomeUnmatched...)
+	if t.Unmatched > 0 {
+		tel.WindowAggregatorRecords.Add(ctx, t.Unmatched, attrOutcomeUnmatched...)
 	}
-	for v, n := range t.late {
+	for v, n := range t.Late {
 		if n > 0 {
 			tel.WindowAggregatorRecords.Add(ctx, n, attrOutcomeLate...)
 			tel.WindowAggregatorLateRecords.Add(ctx, n, lateOptions[v][action]...)
 		}
 	}
-	if t.truncated > 0 {
-		tel.WindowAggregatorTruncatedKeys.Add(ctx, t.truncated)
+	if t.Truncated > 0 {
+		tel.WindowAggregatorTruncatedKeys.Add(ctx, t.Truncated)
 	}
-	if t.aheadOfClock > 0 {
-		tel.WindowAggregatorClockSkewRecords.Add(ctx, t.aheadOfClock, attrReasonAheadOfClock...)
+	if t.AheadOfClock > 0 {
+		tel.WindowAggregatorClockSkewRecords.Add(ctx, t.AheadOfClock, attrReasonAheadOfClock...)
 	}
-	if t.sharedSource > 0 {
-		tel.WindowAggregatorSharedSourceRecords.Add(ctx, t.sharedSource)
+	if t.SharedSource > 0 {
+		tel.WindowAggregatorSharedSourceRecords.Add(ctx, t.SharedSource)
 	}
-	if t.duplicates > 0 {
-		tel.WindowAggregatorDuplicateRecords.Add(ctx, t.duplicates, signalOptions[input]...)
+	if t.Duplicates > 0 {
+		tel.WindowAggregatorDuplicateRecords.Add(ctx, t.Duplicates, signalOptions[input]...)
 	}
-	if t.dedupOverflow > 0 {
-		tel.WindowAggregatorDedupOverflow.Add(ctx, t.dedupOverflow, signalOptions[input]...)
+	if t.DedupOverflow > 0 {
+		tel.WindowAggregatorDedupOverflow.Add(ctx, t.DedupOverflow, signalOptions[input]...)
 	}
 	for reason := values.OK + 1; reason < values.NumReasons; reason++ {
-		if n := t.values[reason]; n > 0 {
+		if n := t.Values[reason]; n > 0 {
 			tel.WindowAggregatorValuesMissing.Add(ctx, n, valueReasonOptions[reason]...)
 		}
 	}
-	for reason := weightOK + 1; reason < numWeightReasons; reason++ {
-		if n := t.weights[reason]; n > 0 {
+	for reason := ingest.WeightOK + 1; reason < ingest.NumWeightReasons; reason++ {
+		if n := t.Weights[reason]; n > 0 {
 			tel.WindowAggregatorInvalidWeights.Add(ctx, n, weightReasonOptions[reason]...)
 		}
 	}
@@ -66,9 +67,9 @@ const ottlErrorLogInterval = time.Minute
 
 // ReportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
 // rate.
-func (s *shared) ReportOTTL(ctx context.Context, fs []ottlFailure) {
+func (s *shared) ReportOTTL(ctx context.Context, fs []ingest.OTTLFailure) {
 	for _, f := range fs {
-		s.tel.WindowAggregatorOttlErrors.Add(ctx, f.n, s.tel.byAgg[f.agg].ottl[f.clause]...)
+		s.tel.WindowAggregatorOttlErrors.Add(ctx, f.N, s.tel.byAgg[f.Agg].ottl[f.Clause]...)
 	}
 	if s.cfg.ErrorMode != ottl.IgnoreError && s.cfg.ErrorMode != "" {
 		return
@@ -76,14 +77,14 @@ func (s *shared) ReportOTTL(ctx context.Context, fs []ottlFailure) {
 	s.ottlLogMu.Lock()
 	defer s.ottlLogMu.Unlock()
 	for _, f := range fs {
-		s.ottlUnlogged += f.n
+		s.ottlUnlogged += f.N
 		s.ottlLast = f
 	}
 	if now := time.Now(); s.ottlUnlogged > 0 && now.Sub(s.ottlLoggedAt) >= ottlErrorLogInterval {
 		last := s.ottlLast
 		s.logger.Warn("OTTL errors: the records count as error_mode says (ignore: condition false, key or value missing)",
-			zap.Int64("errors", s.ottlUnlogged), zap.String("aggregation", s.aggs[last.agg].name),
-			zap.String("clause", ottlClauseNames[last.clause]), zap.Error(last.last))
+			zap.Int64("errors", s.ottlUnlogged), zap.String("aggregation", s.Aggs[last.Agg].Name),
+			zap.String("clause", ingest.OTTLClauseNames[last.Clause]), zap.Error(last.Last))
 		s.ottlUnlogged, s.ottlLoggedAt = 0, now
 	}
 }

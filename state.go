@@ -23,6 +23,7 @@ import (
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/internal/engine/clock"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 	"github.com/windowaggregator/windowaggregator/internal/view"
@@ -33,7 +34,7 @@ import (
 // and torn down when the last instance shuts down.
 type shared struct {
 	// core is what the ingest path reads
-	core
+	ingest.Core
 	id     component.ID
 	cfg    *Config
 	logger *zap.Logger
@@ -51,7 +52,7 @@ type shared struct {
 	// OTTL errors not yet logged, and when they last were (see reportOTTL)
 	ottlLogMu    sync.Mutex
 	ottlUnlogged int64
-	ottlLast     ottlFailure
+	ottlLast     ingest.OTTLFailure
 	ottlLoggedAt time.Time
 
 	mu        sync.Mutex
@@ -59,14 +60,14 @@ type shared struct {
 	started   bool
 	// The feeds of each input signal that are still running (see addFeed), and the aggregations
 	// whose windows were fired as they stood at shutdown.
-	connectorFeeds [numInputs]int
-	connectorDone  [numInputs]bool
-	processorFeeds [numInputs]int
+	connectorFeeds [ingest.NumInputs]int
+	connectorDone  [ingest.NumInputs]bool
+	processorFeeds [ingest.NumInputs]int
 	drained        []bool
 	// routes: a connector's ->traces (->logs) instance exists for the signal: it aggregates the
 	// signal's batches (so that the ->metrics instance, handed the same batches, does not) and routes
 	// their late records.
-	routes [numInputs]bool
+	routes [ingest.NumInputs]bool
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -127,69 +128,69 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		if err != nil {
 			return nil, err
 		}
-		s.aggs = append(s.aggs, a)
-		s.bySignal[a.signal.input].add(a)
-		ecfg.Aggregations = append(ecfg.Aggregations, a.engineAggregation(cfg.MaxSeries))
+		s.Aggs = append(s.Aggs, a)
+		s.BySignal[a.Signal.Input].Add(a)
+		ecfg.Aggregations = append(ecfg.Aggregations, a.EngineAggregation(cfg.MaxSeries))
 	}
 	var err error
-	if s.engine, err = stream.New(ecfg); err != nil {
+	if s.Engine, err = stream.New(ecfg); err != nil {
 		return nil, err
 	}
-	s.dedup, s.dedupOf = newDedup(cfg)
+	s.dedup, s.DedupOf = newDedup(cfg)
 	if cfg.Dedup.Logs != nil {
-		s.logKey = logKeyOf(cfg.Dedup.Logs.Key)
+		s.LogKey = logKeyOf(cfg.Dedup.Logs.Key)
 	}
-	names := make([]string, len(s.aggs))
-	for i, a := range s.aggs {
-		names[i] = a.name
+	names := make([]string, len(s.Aggs))
+	for i, a := range s.Aggs {
+		names[i] = a.Name
 	}
 	if s.tel, err = newTelemetry(set, names); err != nil {
 		return nil, err
 	}
-	points := make([]bool, len(s.aggs))
-	for i, a := range s.aggs {
-		points[i] = a.signal.points
+	points := make([]bool, len(s.Aggs))
+	for i, a := range s.Aggs {
+		points[i] = a.Signal.Points
 	}
-	s.inputs = metricinput.New(points, cfg.MaxInputStreams)
-	for i, a := range s.aggs {
-		a.input = s.inputs.ByAgg[i]
+	s.Inputs = metricinput.New(points, cfg.MaxInputStreams)
+	for i, a := range s.Aggs {
+		a.Input = s.Inputs.ByAgg[i]
 	}
 	t := pmetric.AggregationTemporalityDelta
 	if cfg.Temporality == temporalityCumulative {
 		t = pmetric.AggregationTemporalityCumulative
 	}
-	described := make([]*delivery.Aggregation, len(s.aggs))
-	for i, a := range s.aggs {
-		described[i] = a.delivered()
+	described := make([]*delivery.Aggregation, len(s.Aggs))
+	for i, a := range s.Aggs {
+		described[i] = a.Delivered()
 	}
 	s.emitter = delivery.New(delivery.Config{Interval: cfg.Emit.Interval, MaxPendingPoints: cfg.Emit.MaxPendingPoints,
-		MaxPointsPerSend: cfg.Emit.MaxPointsPerSend, Temporality: t, Version: moduleVersion(), Inputs: numInputs},
-		described, s.engine, s.tel.TelemetryBuilder, s.logger)
+		MaxPointsPerSend: cfg.Emit.MaxPointsPerSend, Temporality: t, Version: moduleVersion(), Inputs: ingest.NumInputs},
+		described, s.Engine, s.tel.TelemetryBuilder, s.logger)
 	// The collector's, until a restored checkpoint says another (see checkpoint.Checkpointer.Restore).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
 	s.emitter.SetObserver(s.watch.Observe)
-	s.byAgg = make([]aggregationCounts, len(s.aggs))
+	s.ByAgg = make([]ingest.AggregationCounts, len(s.Aggs))
 	if err := s.observe(); err != nil {
 		return nil, err
 	}
 	if cfg.Storage != nil {
-		gated := make([]bool, numInputs)
+		gated := make([]bool, ingest.NumInputs)
 		for input := range gated {
-			gated[input] = input == inputMetrics || s.dedupOf[input] != nil
+			gated[input] = input == ingest.InputMetrics || s.DedupOf[input] != nil
 		}
 		s.storage = checkpoint.New(checkpoint.Options{ID: id, Storage: *cfg.Storage, Fingerprint: stateFingerprint(cfg),
-			Gated: gated, MaxInput: inputAny, Logger: s.logger,
+			Gated: gated, MaxInput: ingest.InputAny, Logger: s.logger,
 			Counted: func(ctx context.Context, reason string) {
 				s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr(reason))
 			},
 			SetHealth: func(err error) { s.health.set(checkpointConcern, err) },
-			Engine:    s.engine, Inputs: s.inputs, Dedup: s.dedup, Emitter: s.emitter})
+			Engine:    s.Engine, Inputs: s.Inputs, Dedup: s.dedup, Emitter: s.emitter})
 		s.emitter.SetDurability(s.storage)
 	}
-	s.core.gate, s.core.poke, s.core.reporter = s.storage, s.emitter.Poke, s
-	s.core.perSource, s.core.propagate = cfg.Watermark.PerSource, cfg.ErrorMode == ottl.PropagateError
-	s.core.seriesExpiration, s.core.dropAggregatedInput = int64(cfg.SeriesExpiration), cfg.DropAggregatedInput
+	s.Core.Gate, s.Core.Poke, s.Core.Reporter = s.storage, s.emitter.Poke, s
+	s.Core.PerSource, s.Core.Propagate = cfg.Watermark.PerSource, cfg.ErrorMode == ottl.PropagateError
+	s.Core.SeriesExpiration, s.Core.DropAggregatedInput = int64(cfg.SeriesExpiration), cfg.DropAggregatedInput
 	return s, nil
 }
 
@@ -199,24 +200,24 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 func (s *shared) observe() error {
 	t := s.tel
 	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		st := s.engine.Stats()
+		st := s.Engine.Stats()
 		o.ObserveInt64(t.WindowAggregatorWindowsFired, int64(st.WindowsFired))
 		o.ObserveInt64(t.WindowAggregatorLateFirings, int64(st.LateFirings))
 		o.ObserveInt64(t.WindowAggregatorOverflowRecords, int64(st.OverflowRecords))
-		for i, a := range s.aggs {
-			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", a.name)))
+		for i, a := range s.Aggs {
+			set := metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", a.Name)))
 			o.ObserveInt64(t.WindowAggregatorActiveSeries, st.ActiveSeries[i], set)
 			var ov int64
 			if st.OverflowActive[i] {
 				ov = 1
 			}
 			o.ObserveInt64(t.WindowAggregatorOverflowSeries, ov, set)
-			if a.signal.points {
-				o.ObserveInt64(t.WindowAggregatorInputStreams, int64(s.inputs.Held(i)), set)
+			if a.Signal.Points {
+				o.ObserveInt64(t.WindowAggregatorInputStreams, int64(s.Inputs.Held(i)), set)
 			}
 		}
 		if st.Watermark != stream.NoWatermark {
-			o.ObserveFloat64(t.WindowAggregatorWatermarkLag, float64(s.engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
+			o.ObserveFloat64(t.WindowAggregatorWatermarkLag, float64(s.Engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
 		}
 		if len(s.cfg.Watermark.PerSource) > 0 {
 			o.ObserveInt64(t.WindowAggregatorWatermarkSources, int64(st.Sources))
@@ -269,8 +270,8 @@ func (s *shared) start(ctx context.Context, host component.Host) error {
 	s.started = true
 	s.mu.Unlock()
 	view.Register(s)
-	s.inputs.Since = s.engine.Now() // unless the checkpoint restored says since when
-	logMemoryEstimate(s.logger, s.cfg, s.aggs)
+	s.Inputs.Since = s.Engine.Now() // unless the checkpoint restored says since when
+	logMemoryEstimate(s.logger, s.cfg, s.Aggs)
 	if s.storage != nil {
 		if err := s.storage.Start(ctx, host); err != nil {
 			return err
@@ -313,7 +314,7 @@ func (s *shared) tick(stop <-chan struct{}, done chan<- struct{}) {
 		case <-t.C:
 			s.collect(context.Background())
 			if s.dedup != nil { // identities whose records W has expired: a copy is judged late now
-				s.dedup.Forget(s.engine.Watermark())
+				s.dedup.Forget(s.Engine.Watermark())
 			}
 		case <-checkpoints:
 			s.storage.Save(context.Background())
@@ -388,12 +389,12 @@ func (s *shared) shutdownInstance(ctx context.Context, feed int, connector bool,
 // metrics output other than leaving would take.
 func (s *shared) drainEnded(ctx context.Context, leaving *delivery.Sink) {
 	s.mu.Lock()
-	mask, any := make([]bool, len(s.aggs)), false
-	for i, a := range s.aggs {
+	mask, any := make([]bool, len(s.Aggs)), false
+	for i, a := range s.Aggs {
 		if s.drained[i] {
 			continue
 		}
-		if in := a.signal.input; s.inputEnded(in) || (leaving != nil && !s.emitter.TakenElsewhere(in, leaving)) {
+		if in := a.Signal.Input; s.inputEnded(in) || (leaving != nil && !s.emitter.TakenElsewhere(in, leaving)) {
 			mask[i], s.drained[i], any = true, true, true
 		}
 	}
@@ -471,13 +472,13 @@ func stateFingerprint(cfg *Config) string {
 
 // newDedup returns the component's remembered identities, one set for every signal, and, by input,
 // the set of each signal whose records are deduplicated (nil: none).
-func newDedup(cfg *Config) (set *dedup.Set, byInput [numInputs]*dedup.Set) {
+func newDedup(cfg *Config) (set *dedup.Set, byInput [ingest.NumInputs]*dedup.Set) {
 	if !cfg.Dedup.Enabled {
 		return nil, byInput
 	}
 	set = dedup.New(cfg.Dedup.MaxIDs, dedup.SliceShift(int64(cfg.Window.slide())))
-	for input, sg := range signals {
-		if sg != logSignal || cfg.Dedup.Logs != nil {
+	for input, sg := range ingest.Signals {
+		if sg != ingest.LogSignal || cfg.Dedup.Logs != nil {
 			byInput[input] = set
 		}
 	}
@@ -485,10 +486,10 @@ func newDedup(cfg *Config) (set *dedup.Set, byInput [numInputs]*dedup.Set) {
 }
 
 // logKeyOf returns the set of parts.
-func logKeyOf(parts []LogPart) logKey {
-	var k logKey
+func logKeyOf(parts []LogPart) ingest.LogKey {
+	var k ingest.LogKey
 	for _, p := range parts {
-		k |= 1 << slices.Index(logParts, p)
+		k |= 1 << slices.Index(logParts[:], p)
 	}
 	return k
 }

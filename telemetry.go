@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"github.com/windowaggregator/windowaggregator/internal/metadata"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 	"github.com/windowaggregator/windowaggregator/internal/values"
@@ -32,9 +33,9 @@ var (
 )
 
 // signalOptions are the dedup counters' attribute sets, by input signal.
-var signalOptions = func() (o [numInputs][]metric.AddOption) {
-	for input, sg := range signals {
-		o[input] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", sg.name)))}
+var signalOptions = func() (o [ingest.NumInputs][]metric.AddOption) {
+	for input, sg := range ingest.Signals {
+		o[input] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", sg.Name)))}
 	}
 	return o
 }()
@@ -61,9 +62,9 @@ func lateAttrs(reason, action string) metric.MeasurementOption {
 // The options of the counters that every batch may touch, built once (see outcomeOption): by late
 // reason and action, and by value reason.
 var (
-	lateOptions = func() (o [numVerdicts][numLateActions][]metric.AddOption) {
+	lateOptions = func() (o [ingest.NumVerdicts][ingest.NumLateActions][]metric.AddOption) {
 		for v := range o {
-			for j, action := range lateActionNames {
+			for j, action := range ingest.LateActionNames {
 				o[v][j] = []metric.AddOption{lateAttrs(stream.Verdict(v).String(), action)}
 			}
 		}
@@ -75,8 +76,8 @@ var (
 		}
 		return o
 	}()
-	weightReasonOptions = func() (o [numWeightReasons][]metric.AddOption) {
-		for i, reason := range weightReasonNames {
+	weightReasonOptions = func() (o [ingest.NumWeightReasons][]metric.AddOption) {
+		for i, reason := range ingest.WeightReasonNames {
 			o[i] = []metric.AddOption{reasonAttr(reason)}
 		}
 		return o
@@ -87,7 +88,7 @@ var (
 // metric point outcome and incompatible histogram's reason.
 type aggOptions struct {
 	name         []metric.AddOption
-	ottl         [numOTTLClauses][]metric.AddOption
+	ottl         [ingest.NumOTTLClauses][]metric.AddOption
 	points       [metricinput.NumOutcomes][]metric.AddOption
 	incompatible [metricinput.NumFaults][]metric.AddOption
 }
@@ -97,7 +98,7 @@ func newAggOptions(aggregation string) *aggOptions {
 		return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", aggregation), attribute.String(k, v)))}
 	}
 	o := &aggOptions{name: []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("aggregation", aggregation)))}}
-	for c, clause := range ottlClauseNames {
+	for c, clause := range ingest.OTTLClauseNames {
 		o.ottl[c] = with("clause", clause)
 	}
 	for i, outcome := range metricinput.OutcomeNames {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 )
 
 // Validation of a configuration: every invalid setting is reported, each naming its key and the
@@ -110,12 +111,12 @@ func (c *Config) Validate() error {
 		if a.Name != "" {
 			key = fmt.Sprintf("aggregations[%d] (%s)", i, a.Name)
 		}
-		errs = append(errs, a.validate(key, names, c.parsers(validationSettings))...)
+		errs = append(errs, a.validate(key, names, c.parsers(ingest.ValidationSettings))...)
 	}
 	return errors.Join(errs...)
 }
 
-func (a *AggregationConfig) validate(key string, names map[string]bool, parsers *ottlParsers) []error {
+func (a *AggregationConfig) validate(key string, names map[string]bool, parsers *ingest.OTTLParsers) []error {
 	v := &aggregationCheck{a: a, key: key, parsers: parsers}
 	switch {
 	case a.Name == "":
@@ -126,10 +127,10 @@ func (a *AggregationConfig) validate(key string, names map[string]bool, parsers 
 		v.bad("name", "%q has leading or trailing spaces", a.Name)
 	}
 	names[a.Name] = true
-	v.sg = signalNamed(string(a.Signal))
+	v.sg = ingest.SignalNamed(string(a.Signal))
 	if err := a.Signal.check(); err != nil {
 		v.bad("signal", "%v", err)
-		v.sg = &signal{} // reads nothing: the other keys are checked as far as they can be
+		v.sg = &ingest.Signal{} // reads nothing: the other keys are checked as far as they can be
 	}
 	v.where()
 	v.groupBy()
@@ -146,9 +147,9 @@ func (a *AggregationConfig) validate(key string, names map[string]bool, parsers 
 type aggregationCheck struct {
 	a       *AggregationConfig
 	key     string
-	sg      *signal
-	parsers *ottlParsers
-	parser  ottlParser // taken for the first expression
+	sg      *ingest.Signal
+	parsers *ingest.OTTLParsers
+	parser  ingest.OTTLParser // taken for the first expression
 	errs    []error
 }
 
@@ -158,10 +159,10 @@ func (v *aggregationCheck) bad(sub, format string, args ...any) {
 
 // parse checks that OTTL expression expr parses for the signal, as what says (condition, value), and
 // keeps what it parsed for the component (see Config.parsers).
-func (v *aggregationCheck) parse(sub, expr string, what func(ottlParser, string) error) {
-	if v.parser == nil && v.sg.ottl != nil {
+func (v *aggregationCheck) parse(sub, expr string, what func(ingest.OTTLParser, string) error) {
+	if v.parser == nil && v.sg.Ottl != nil {
 		var err error
-		if v.parser, err = v.parsers.parser(v.sg.name, v.sg.newParser); err != nil {
+		if v.parser, err = v.parsers.Parser(v.sg.Name, v.sg.NewParser); err != nil {
 			v.bad(sub, "%v", err)
 			return
 		}
@@ -178,18 +179,18 @@ func (v *aggregationCheck) parse(sub, expr string, what func(ottlParser, string)
 	}
 }
 
-func isCondition(p ottlParser, expr string) error { _, err := p.condition(expr); return err }
-func isValue(p ottlParser, expr string) error     { _, err := p.value(expr); return err }
+func isCondition(p ingest.OTTLParser, expr string) error { _, err := p.Condition(expr); return err }
+func isValue(p ingest.OTTLParser, expr string) error     { _, err := p.Value(expr); return err }
 
 func (v *aggregationCheck) where() {
 	a, sg := v.a, v.sg
-	if sg.points && (a.Where == nil || len(a.Where.MetricNames) == 0) {
+	if sg.Points && (a.Where == nil || len(a.Where.MetricNames) == 0) {
 		defer v.bad("where.metric_names", "is required for signal: metrics (the metrics whose points it takes)")
 	}
 	if a.Where == nil {
 		return
 	}
-	if len(a.Where.SpanKind) > 0 && !sg.kinds {
+	if len(a.Where.SpanKind) > 0 && !sg.Kinds {
 		v.bad("where.span_kind", "applies to spans only")
 	}
 	for _, k := range a.Where.SpanKind {
@@ -211,7 +212,7 @@ func (v *aggregationCheck) where() {
 	for i, expr := range a.Where.Conditions {
 		v.parse(fmt.Sprintf("where.conditions[%d]", i), expr, isCondition)
 	}
-	if len(a.Where.MetricNames) > 0 && !sg.points {
+	if len(a.Where.MetricNames) > 0 && !sg.Points {
 		v.bad("where.metric_names", "applies to signal: metrics only")
 	}
 	listed := map[string]bool{}
@@ -235,8 +236,8 @@ func (v *aggregationCheck) groupBy() {
 			v.bad(sub, "a key is required (as in service.name, or {key: route, ottl: ...})")
 		case seen[k]:
 			v.bad(sub, "key %q listed twice", k)
-		case g.OTTL == "" && fieldOwner(k) != nil && v.sg.field(k) < 0:
-			v.bad(sub, "%q applies to %s only", k, fieldOwner(k).name)
+		case g.OTTL == "" && ingest.FieldOwner(k) != nil && v.sg.Field(k) < 0:
+			v.bad(sub, "%q applies to %s only", k, ingest.FieldOwner(k).Name)
 		}
 		seen[k] = true
 		if g.OTTL != "" {
@@ -253,16 +254,16 @@ func (v *aggregationCheck) groupBy() {
 // value checks the value key, and reports whether the aggregation has a value.
 func (v *aggregationCheck) value() (hasValue bool) {
 	a, sg := v.a, v.sg
-	hasValue = sg.duration || sg.points // spans default to duration; metric points are values
+	hasValue = sg.Duration || sg.Points // spans default to duration; metric points are values
 	switch src := a.Value.Source; {
-	case sg.points && a.Value != (ValueConfig{}):
+	case sg.Points && a.Value != (ValueConfig{}):
 		v.bad("value", "a metrics aggregation takes the values of its points; value applies to spans and logs")
 	case a.Value.OTTL != "":
 		v.parse("value", a.Value.OTTL, isValue)
 		hasValue = true
 	case src == "":
 	case src == valueDuration:
-		if !sg.duration {
+		if !sg.Duration {
 			v.bad("value", "duration applies to spans only; %s take attribute:<key>", a.Signal)
 		}
 	case isAttribute(src):
@@ -282,9 +283,9 @@ func (v *aggregationCheck) weightAndUnit() {
 	case err != nil:
 		v.bad("weight", "%v", err)
 	case w == "" || w == weightNoneName:
-	case sg.points:
+	case sg.Points:
 		v.bad("weight", "applies to spans and logs; a metric point counts as itself (a histogram as its count)")
-	case w == weightAdjustedCountName && !sg.adjustedCount:
+	case w == weightAdjustedCountName && !sg.AdjustedCount:
 		v.bad("weight", "adjusted_count applies to spans only (%s carry no tracestate); use none or attribute:<key>", a.Signal)
 	}
 	switch err := a.Unit.check(); {
@@ -337,7 +338,7 @@ func (v *aggregationCheck) histogram(outs map[string]bool) {
 func (v *aggregationCheck) exemplars(outs map[string]bool) {
 	if ex := v.a.Exemplars; ex.Enabled {
 		switch {
-		case !v.sg.exemplars:
+		case !v.sg.Exemplars:
 			v.bad("exemplars", "applies to spans only")
 		case !outs[delivery.Histogram] && !outs[delivery.Max]:
 			v.bad("exemplars", "go on the histogram and max outputs; this aggregation has neither")

@@ -2,11 +2,10 @@ package windowaggregator
 
 import (
 	"encoding/binary"
-	"strconv"
 	"time"
 
-	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"github.com/windowaggregator/windowaggregator/internal/view"
 )
 
@@ -21,11 +20,11 @@ func (s *shared) ID() string { return s.id.String() }
 // Sample reads what the view's history keeps; it also forgets the series that the explainer was not
 // asked about for a while.
 func (s *shared) Sample() view.ComponentSample {
-	now := s.engine.Now()
+	now := s.Engine.Now()
 	s.watch.ForgetStale(time.Unix(0, now))
-	c := view.ComponentSample{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), Records: make([]view.RecordCounts, len(s.aggs))}
-	c.Watermark, c.WatermarkLagSeconds = watermarkAt(s.engine.Watermark(), now)
-	for i, a := range s.aggs {
+	c := view.ComponentSample{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), Records: make([]view.RecordCounts, len(s.Aggs))}
+	c.Watermark, c.WatermarkLagSeconds = watermarkAt(s.Engine.Watermark(), now)
+	for i, a := range s.Aggs {
 		c.Records[i] = s.recordCounts(a)
 	}
 	return c
@@ -33,7 +32,7 @@ func (s *shared) Sample() view.ComponentSample {
 
 // View reads the component id's figures.
 func (s *shared) View(top int) view.ComponentView {
-	e := s.engine
+	e := s.Engine
 	now := e.Now()
 	st := e.Stats()
 	v := view.ComponentView{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), HeldBy: st.HeldBy.String(),
@@ -68,17 +67,17 @@ func (s *shared) View(top int) view.ComponentView {
 		}
 	}
 	overflow := int64(st.OverflowRecords)
-	for _, a := range s.aggs {
-		wins, open := e.OpenWindows(a.index, top)
-		av := view.AggregationView{Name: a.name, Signal: a.signal.name, GroupBy: a.groupByNames(), Series: st.ActiveSeries[a.index], MaxSeries: s.cfg.MaxSeries,
+	for _, a := range s.Aggs {
+		wins, open := e.OpenWindows(a.Index, top)
+		av := view.AggregationView{Name: a.Name, Signal: a.Signal.Name, GroupBy: a.GroupByNames(), Series: st.ActiveSeries[a.Index], MaxSeries: s.cfg.MaxSeries,
 			OpenWindows: open, OverflowRecords: &overflow, Records: s.recordCounts(a)}
-		heavy, end := e.TopSeries(a.index, top)
+		heavy, end := e.TopSeries(a.Index, top)
 		if end != 0 {
 			t := time.Unix(0, end).UTC()
 			av.LastWindowEnd, av.LastWindowFired = &t, st.Watermark >= end
 		}
 		for _, sc := range heavy {
-			av.TopSeries = append(av.TopSeries, view.SeriesRecords{Series: a.decodeKey(sc.Key), Records: sc.Records, Overflow: sc.Overflow})
+			av.TopSeries = append(av.TopSeries, view.SeriesRecords{Series: a.DecodeKey(sc.Key), Records: sc.Records, Overflow: sc.Overflow})
 		}
 		for _, wv := range wins {
 			av.Windows = append(av.Windows, s.windowView(wv))
@@ -107,11 +106,11 @@ func (s *shared) windowView(w stream.WindowView) view.WindowView {
 }
 
 // recordCounts are aggregation a's records by outcome since the start.
-func (s *shared) recordCounts(a *aggregation) view.RecordCounts {
-	on, late, _ := s.engine.Verdicts(a.index)
-	c := &s.byAgg[a.index]
-	return view.RecordCounts{OnTime: on, LateAccepted: late, LateRouted: c.late[lateRouted].Load(), LateDropped: c.late[lateDropped].Load(),
-		LatePassed: c.late[latePassed].Load(), Duplicate: c.duplicate.Load(), Unmatched: c.unmatched.Load()}
+func (s *shared) recordCounts(a *ingest.Aggregation) view.RecordCounts {
+	on, late, _ := s.Engine.Verdicts(a.Index)
+	c := &s.ByAgg[a.Index]
+	return view.RecordCounts{OnTime: on, LateAccepted: late, LateRouted: c.Late[ingest.LateRouted].Load(), LateDropped: c.Late[ingest.LateDropped].Load(),
+		LatePassed: c.Late[ingest.LatePassed].Load(), Duplicate: c.Duplicate.Load(), Unmatched: c.Unmatched.Load()}
 }
 
 // decodeSourceKey reads a source key as setSource writes it: each per_source value, its length first.
@@ -126,36 +125,4 @@ func decodeSourceKey(keys []string, b []byte) map[string]string {
 		b = b[m+int(n):]
 	}
 	return out
-}
-
-// decodeKey reads a series key as the aggregation's group_by values, each as text; a key the
-// record lacked is left out.
-func (a *aggregation) decodeKey(key string) map[string]string {
-	out := make(map[string]string, len(a.groupBy))
-	_ = serieskey.Decode(key, func(i int, v serieskey.Value) {
-		if i >= len(a.groupBy) {
-			return
-		}
-		name := a.groupBy[i].name
-		switch v.Kind {
-		case serieskey.Str, serieskey.Bytes:
-			out[name] = v.Str
-		case serieskey.Int:
-			out[name] = strconv.FormatInt(v.Int, 10)
-		case serieskey.Double:
-			out[name] = strconv.FormatFloat(v.Double, 'g', -1, 64)
-		case serieskey.Bool:
-			out[name] = strconv.FormatBool(v.Bool)
-		}
-	})
-	return out
-}
-
-// groupByNames are the aggregation's group_by keys.
-func (a *aggregation) groupByNames() []string {
-	names := make([]string, len(a.groupBy))
-	for i, k := range a.groupBy {
-		names[i] = k.name
-	}
-	return names
 }

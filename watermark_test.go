@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/windowaggregator/windowaggregator/internal/ingest"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
@@ -81,7 +82,7 @@ func lateTotal(t *testing.T, h *connectorHarness) int64 {
 	t.Helper()
 	var n int64
 	for _, reason := range []string{reasonExpired, reasonFuture, reasonInvalid} {
-		for _, action := range lateActionNames {
+		for _, action := range ingest.LateActionNames {
 			n += counterValue(t, h.tel, "otelcol_window_aggregator_late_records", map[string]string{"reason": reason, "action": action})
 		}
 	}
@@ -113,7 +114,7 @@ func TestSkewedHostLosesNoRecordOfOtherServices(t *testing.T) {
 			t.Errorf("a [%d, +60s) had fired %d of %d before shutdown", start-base, fired["a"][start], want["a"][start])
 		}
 	}
-	if w := lookup(t).engine.Watermark(); w != (base+299-5)*s {
+	if w := lookup(t).Engine.Watermark(); w != (base+299-5)*s {
 		t.Errorf("W = base%+ds, want the clock less max_out_of_orderness, base+294s", w/s-base)
 	}
 	h.shutdown()
@@ -222,7 +223,7 @@ func TestPerSourceHoldsALaggingSourceUntilItFallsSilent(t *testing.T) {
 			}
 			sh := lookup(t)
 			// Held at the slow source's greatest event time (base+239-90) less 5 s.
-			if w := sh.engine.Watermark(); w != (base+239-95)*s {
+			if w := sh.Engine.Watermark(); w != (base+239-95)*s {
 				t.Fatalf("W = base%+ds, want base+144s (held by the slow source)", w/s-base)
 			}
 			if n, _ := gaugeValue(t, h.tel, "otelcol_window_aggregator_watermark_sources", "", ""); n != 2 {
@@ -237,7 +238,7 @@ func TestPerSourceHoldsALaggingSourceUntilItFallsSilent(t *testing.T) {
 				clk.Set(time.Unix(int64(now), 0))
 				h.sendTraces(withInstance(traces(spanSpec{service: "fast", name: "x", end: now}), "fast-1"))
 				want.add("fast", now, 60)
-				w := sh.engine.Watermark()
+				w := sh.Engine.Watermark()
 				switch {
 				case i < 239+60 && w != (base+239-95)*s:
 					t.Fatalf("%d s after the slow source's last batch, W = base%+ds, want it still held at base+144s", i-239, w/s-base)
@@ -273,7 +274,7 @@ func TestSourcesPastMaxSourcesShareOne(t *testing.T) {
 		t.Errorf("watermark_sources = %v, want 3: two of their own and the shared one", n)
 	}
 	// W is the least: the shared source's greatest event time is that of c (base-2), less 5 s.
-	if w := lookup(t).engine.Watermark(); w != (base-7)*s {
+	if w := lookup(t).Engine.Watermark(); w != (base-7)*s {
 		t.Errorf("W = base%+ds, want base-7s", w/s-base)
 	}
 }
@@ -317,7 +318,7 @@ func TestLateWatermarkIsTheOneEachRecordWasJudgedBy(t *testing.T) {
 			for k := 0; k < sps.Len(); k++ {
 				sp := sps.At(k)
 				routed++
-				w, ok := sp.Attributes().Get(attrWatermark)
+				w, ok := sp.Attributes().Get(ingest.AttrWatermark)
 				if !ok {
 					t.Fatal("a routed span without late.watermark")
 				}

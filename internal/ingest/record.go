@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -10,16 +10,16 @@ import (
 // maxFields bounds a signal's special keys (signal.fields).
 const maxFields = 4
 
-// record is the view of one record (a span, a log record) that the aggregations read, whatever its
+// Record is the view of one Record (a span, a log Record) that the aggregations read, whatever its
 // signal: its attributes, its scope's and its resource's, the values of its signal's special keys, and
-// what only some aggregations read (a duration, a weight). The signal's file fills it record by record
+// what only some aggregations read (a duration, a weight). The signal's file fills it Record by Record
 // with what the aggregations of the component read (signalAggs), and nothing else.
-type record struct {
-	attrs, scope, resource pcommon.Map
+type Record struct {
+	Attrs, scope, resource pcommon.Map
 
-	// field holds the values of the signal's special keys that some aggregation reads, by index in
+	// Field holds the values of the signal's special keys that some aggregation reads, by index in
 	// signal.fields; kind is the record's kind (a span's), for where.span_kind.
-	field [maxFields]string
+	Field [maxFields]string
 	kind  int32
 
 	// start and end are a span's timestamps, for value: duration.
@@ -83,7 +83,7 @@ type outerValue struct {
 }
 
 // setScope points the view at a new scope and resource, forgetting the cached lookups.
-func (r *record) setScope(scope, resource pcommon.Map) {
+func (r *Record) setScope(scope, resource pcommon.Map) {
 	r.scope, r.resource = scope, resource
 	clear(r.outer)
 	r.outer = r.outer[:0]
@@ -91,19 +91,19 @@ func (r *record) setScope(scope, resource pcommon.Map) {
 
 // next readies the view for another record, whose attributes are attrs: what is read once per record
 // is to be read again.
-func (r *record) next(attrs pcommon.Map) {
-	r.attrs, r.hasAdjusted, r.seeded = attrs, false, false
+func (r *Record) next(attrs pcommon.Map) {
+	r.Attrs, r.hasAdjusted, r.seeded = attrs, false, false
 }
 
 // clear drops the view's references to a batch's data, for the pool.
-func (r *record) clear() {
+func (r *Record) clear() {
 	r.setScope(pcommon.Map{}, pcommon.Map{})
-	r.attrs, r.traceState, r.field = pcommon.Map{}, "", [maxFields]string{}
+	r.Attrs, r.traceState, r.Field = pcommon.Map{}, "", [maxFields]string{}
 }
 
 // lookup finds an attribute on the record, then its scope, then its resource.
-func (r *record) lookup(key string) (pcommon.Value, serieskey.Source, bool) {
-	if v, ok := r.attrs.Get(key); ok {
+func (r *Record) lookup(key string) (pcommon.Value, serieskey.Source, bool) {
+	if v, ok := r.Attrs.Get(key); ok {
 		return v, serieskey.Record, true
 	}
 	for i := range r.outer {
@@ -123,7 +123,7 @@ func (r *record) lookup(key string) (pcommon.Value, serieskey.Source, bool) {
 
 // adjustedCount returns the adjusted count of the span's tracestate (see the package function), read
 // once per span through the tracestates cache.
-func (r *record) adjustedCount(c *traceStates) (float64, weightReason) {
+func (r *Record) adjustedCount(c *traceStates) (float64, weightReason) {
 	if !r.hasAdjusted {
 		r.adjusted, r.adjustedWhy = c.adjustedCount(r.traceState)
 		r.hasAdjusted = true
@@ -132,7 +132,7 @@ func (r *record) adjustedCount(c *traceStates) (float64, weightReason) {
 }
 
 // weightSeed returns the record's weightSeed, drawn once per record.
-func (r *record) weightSeed() uint64 {
+func (r *Record) weightSeed() uint64 {
 	if !r.seeded {
 		r.seed, r.seeded = r.src.weightSeed(), true
 	}

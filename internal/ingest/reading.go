@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"context"
@@ -22,20 +22,20 @@ import (
 // series key, and where OTTL errors go.
 type reading struct {
 	ctx  context.Context
-	r    *record
+	r    *Record
 	key  *serieskey.Builder
 	errs *ottlErrors
 }
 
-func (c *condition) holds(r *record) bool {
-	if c.key.field >= 0 {
-		return c.want.Type() == pcommon.ValueTypeStr && c.want.Str() == r.field[c.key.field]
+func (c *Condition) holds(r *Record) bool {
+	if c.Key.Field >= 0 {
+		return c.Want.Type() == pcommon.ValueTypeStr && c.Want.Str() == r.Field[c.Key.Field]
 	}
-	got, _, ok := r.lookup(c.key.name)
+	got, _, ok := r.lookup(c.Key.Name)
 	if !ok {
 		return false
 	}
-	return valuesEqual(got, c.want)
+	return valuesEqual(got, c.Want)
 }
 
 // valuesEqual compares a record's value with a configured one: same type and value, numbers across
@@ -62,14 +62,14 @@ func asFloat(v pcommon.Value) float64 {
 }
 
 // matches applies the where clause.
-func (c *aggregation) matches(r *record) bool {
+func (c *Aggregation) matches(r *Record) bool {
 	// kinds is set on span aggregations only (config refuses it elsewhere). A kind outside the enum
 	// (OTLP carries any int32) shifts the bit out of the uint8: it matches no configured kind.
-	if c.kinds != 0 && c.kinds&(1<<uint32(r.kind)) == 0 {
+	if c.Kinds != 0 && c.Kinds&(1<<uint32(r.kind)) == 0 {
 		return false
 	}
-	for i := range c.where {
-		if !c.where[i].holds(r) {
+	for i := range c.Where {
+		if !c.Where[i].holds(r) {
 			return false
 		}
 	}
@@ -79,15 +79,15 @@ func (c *aggregation) matches(r *record) bool {
 // readComputed reads what an aggregation with OTTL or defaults reads of the view's record: whether its
 // conditions select it (any one true), and if so its value and its series key (into rg.key). An OTTL
 // error counts as the condition false, the key or the value missing (see ottlErrors).
-func (rg *reading) readComputed(a *aggregation) (v float64, why values.Reason, truncated, selected bool) {
+func (rg *reading) readComputed(a *Aggregation) (v float64, why values.Reason, truncated, selected bool) {
 	r := rg.r
-	if len(a.conditions) > 0 && !rg.anyCondition(a) {
+	if len(a.Conditions) > 0 && !rg.anyCondition(a) {
 		return 0, values.OK, false, false
 	}
-	if a.valueExpr != nil {
-		x, err := a.valueExpr(rg.ctx, r)
+	if a.ValueExpr != nil {
+		x, err := a.ValueExpr(rg.ctx, r)
 		if err != nil {
-			rg.errs.add(a.index, a.name, clauseValue, err)
+			rg.errs.add(a.Index, a.Name, ClauseValue, err)
 			x = nil
 		}
 		v, why = computedNumber(x)
@@ -98,11 +98,11 @@ func (rg *reading) readComputed(a *aggregation) (v float64, why values.Reason, t
 }
 
 // anyCondition reports whether one of the aggregation's conditions holds for the view's record.
-func (rg *reading) anyCondition(a *aggregation) bool {
-	for _, cond := range a.conditions {
+func (rg *reading) anyCondition(a *Aggregation) bool {
+	for _, cond := range a.Conditions {
 		ok, err := cond(rg.ctx, rg.r)
 		if err != nil {
-			rg.errs.add(a.index, a.name, clauseWhere, err)
+			rg.errs.add(a.Index, a.Name, ClauseWhere, err)
 			continue
 		}
 		if ok {
@@ -114,16 +114,16 @@ func (rg *reading) anyCondition(a *aggregation) bool {
 
 // buildComputedKey is buildKey for keys computed by OTTL or with defaults: a value the record lacks
 // (an expression giving nil, or failing) takes the key's default, if it has one, else it is absent.
-func (rg *reading) buildComputedKey(a *aggregation) (truncated bool) {
+func (rg *reading) buildComputedKey(a *Aggregation) (truncated bool) {
 	b, r := rg.key, rg.r
 	b.Reset()
-	for i := range a.groupBy {
-		k, ck := &a.groupBy[i], &a.computedKeys[i]
+	for i := range a.GroupBy {
+		k, ck := &a.GroupBy[i], &a.ComputedKeys[i]
 		switch {
-		case ck.expr != nil:
-			x, err := ck.expr(rg.ctx, r)
+		case ck.Expr != nil:
+			x, err := ck.Expr(rg.ctx, r)
 			if err != nil {
-				rg.errs.add(a.index, a.name, clauseGroupBy, err)
+				rg.errs.add(a.Index, a.Name, ClauseGroupBy, err)
 				x = nil
 			}
 			ok, cut := appendComputed(b, x)
@@ -131,17 +131,17 @@ func (rg *reading) buildComputedKey(a *aggregation) (truncated bool) {
 				truncated = truncated || cut
 				continue
 			}
-		case k.field >= 0:
-			b.Str(serieskey.Record, r.field[k.field])
+		case k.Field >= 0:
+			b.Str(serieskey.Record, r.Field[k.Field])
 			continue
 		default:
-			if v, src, ok := r.lookup(k.name); ok {
+			if v, src, ok := r.lookup(k.Name); ok {
 				truncated = appendValue(b, src, v) || truncated
 				continue
 			}
 		}
-		if ck.hasDef {
-			appendValue(b, serieskey.Record, ck.def)
+		if ck.HasDef {
+			appendValue(b, serieskey.Record, ck.Def)
 		} else {
 			b.Absent()
 		}
@@ -149,25 +149,25 @@ func (rg *reading) buildComputedKey(a *aggregation) (truncated bool) {
 	return truncated
 }
 
-// maxKeyValueLen bounds each string or bytes group-by value in a series key: longer values are cut
+// MaxKeyValueLen bounds each string or bytes group-by value in a series key: longer values are cut
 // to this many bytes (and counted), so that a flood of huge attribute values cannot exhaust memory.
-const maxKeyValueLen = 4096
+const MaxKeyValueLen = 4096
 
-// buildKey writes the record's series key and reports whether it had to cut a value.
-func (c *aggregation) buildKey(b *serieskey.Builder, r *record) (truncated bool) {
+// BuildKey writes the record's series key and reports whether it had to cut a value.
+func (c *Aggregation) BuildKey(b *serieskey.Builder, r *Record) (truncated bool) {
 	b.Reset()
-	for _, k := range c.groupBy {
-		if k.field >= 0 {
-			b.Str(serieskey.Record, r.field[k.field])
+	for _, k := range c.GroupBy {
+		if k.Field >= 0 {
+			b.Str(serieskey.Record, r.Field[k.Field])
 			continue
 		}
-		v, src, ok := r.lookup(k.name)
+		v, src, ok := r.lookup(k.Name)
 		if !ok {
 			b.Absent()
 			continue
 		}
 		// Most group-by values are strings: Str is one type check, Type a switch over every type.
-		if str := v.Str(); str != "" && len(str) <= maxKeyValueLen {
+		if str := v.Str(); str != "" && len(str) <= MaxKeyValueLen {
 			b.Str(src, str)
 			continue
 		}
@@ -182,8 +182,8 @@ func appendValue(b *serieskey.Builder, src serieskey.Source, v pcommon.Value) (t
 	switch v.Type() {
 	case pcommon.ValueTypeStr:
 		str := v.Str()
-		if len(str) > maxKeyValueLen {
-			str, truncated = cutUTF8(str, maxKeyValueLen), true
+		if len(str) > MaxKeyValueLen {
+			str, truncated = cutUTF8(str, MaxKeyValueLen), true
 		}
 		b.Str(src, str)
 	case pcommon.ValueTypeInt:
@@ -194,16 +194,16 @@ func appendValue(b *serieskey.Builder, src serieskey.Source, v pcommon.Value) (t
 		b.Bool(src, v.Bool())
 	case pcommon.ValueTypeBytes:
 		raw := v.Bytes().AsRaw()
-		if len(raw) > maxKeyValueLen {
-			raw, truncated = raw[:maxKeyValueLen], true
+		if len(raw) > MaxKeyValueLen {
+			raw, truncated = raw[:MaxKeyValueLen], true
 		}
 		b.Bytes(src, raw)
 	case pcommon.ValueTypeEmpty:
 		b.Absent()
 	default: // maps and slices: their JSON form, as a string
 		str := v.AsString()
-		if len(str) > maxKeyValueLen {
-			str, truncated = cutUTF8(str, maxKeyValueLen), true
+		if len(str) > MaxKeyValueLen {
+			str, truncated = cutUTF8(str, MaxKeyValueLen), true
 		}
 		b.Str(src, str)
 	}
@@ -220,39 +220,39 @@ func cutUTF8(s string, n int) string {
 
 // value returns the record's value, or NaN and the reason there is none. A span without a start has
 // no duration, however long since 1970 its end.
-func (c *aggregation) value(r *record) (float64, values.Reason) {
+func (c *Aggregation) value(r *Record) (float64, values.Reason) {
 	switch {
-	case !c.hasValue:
+	case !c.HasValue:
 		return math.NaN(), values.OK
-	case !c.duration:
-		return number(r, c.valueKey)
+	case !c.Duration:
+		return number(r, c.ValueKey)
 	case r.start == 0:
 		return math.NaN(), values.NoStart
 	case r.end < r.start:
 		return math.NaN(), values.EndBeforeStart
 	}
-	return float64(r.end-r.start) / c.unitScale, values.OK
+	return float64(r.end-r.start) / c.UnitScale, values.OK
 }
 
 // weighsOne reports, without a call, that the record weighs 1 for the aggregation: it weighs none,
 // or it is a span without a tracestate (the most common case of the default, adjusted_count).
-func (c *aggregation) weighsOne(r *record) bool {
-	return c.weight == weighNone || (c.weight == weighAdjustedCount && r.traceState == "")
+func (c *Aggregation) weighsOne(r *Record) bool {
+	return c.Weight == WeighNone || (c.Weight == WeighAdjustedCount && r.traceState == "")
 }
 
 // weigh returns the weight of the record for the aggregation, and why it is not the configured one
 // (weightOK if it is). A weight of 0 (a weight below 1, rounded down) means the record stands for no
 // record of the aggregation.
-func (c *aggregation) weigh(r *record, ts *traceStates) (uint32, weightReason) {
+func (c *Aggregation) weigh(r *Record, ts *traceStates) (uint32, weightReason) {
 	var w float64
 	var why weightReason
-	switch c.weight {
-	case weighNone:
-		return 1, weightOK
-	case weighAdjustedCount:
+	switch c.Weight {
+	case WeighNone:
+		return 1, WeightOK
+	case WeighAdjustedCount:
 		w, why = r.adjustedCount(ts)
 	default:
-		w, why = positiveWeight(number(r, c.weightKey))
+		w, why = positiveWeight(number(r, c.WeightKey))
 	}
 	if w == 1 { // unsampled, or a weight that could not be read: no rounding
 		return 1, why
@@ -273,16 +273,16 @@ func positiveWeight(w float64, why values.Reason) (float64, weightReason) {
 	case w <= 0:
 		return 1, weightNotPositive
 	}
-	return w, weightOK
+	return w, WeightOK
 }
 
 // number reads key k of the record as a number: an int, a double, or a string holding one; else NaN
 // and the reason.
-func number(r *record, k keyRef) (float64, values.Reason) {
-	if k.field >= 0 { // a record field such as severity.text, read as a number
-		return parseValue(r.field[k.field])
+func number(r *Record, k KeyRef) (float64, values.Reason) {
+	if k.Field >= 0 { // a record field such as severity.text, read as a number
+		return parseValue(r.Field[k.Field])
 	}
-	v, _, ok := r.lookup(k.name)
+	v, _, ok := r.lookup(k.Name)
 	if !ok {
 		return math.NaN(), values.Missing
 	}
@@ -317,8 +317,8 @@ func appendComputed(b *serieskey.Builder, v any) (ok, truncated bool) {
 	case nil:
 		return false, false
 	case string:
-		if len(x) > maxKeyValueLen {
-			x, truncated = cutUTF8(x, maxKeyValueLen), true
+		if len(x) > MaxKeyValueLen {
+			x, truncated = cutUTF8(x, MaxKeyValueLen), true
 		}
 		b.Str(serieskey.Record, x)
 	case int64:
@@ -328,8 +328,8 @@ func appendComputed(b *serieskey.Builder, v any) (ok, truncated bool) {
 	case bool:
 		b.Bool(serieskey.Record, x)
 	case []byte:
-		if len(x) > maxKeyValueLen {
-			x, truncated = x[:maxKeyValueLen], true
+		if len(x) > MaxKeyValueLen {
+			x, truncated = x[:MaxKeyValueLen], true
 		}
 		b.Bytes(serieskey.Record, x)
 	case pcommon.Value:

@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"context"
@@ -20,38 +20,38 @@ import (
 // ingestFunc, that never routes); the processor with drop_aggregated_input removes from md the points
 // that an aggregation took. The points of the component's own scope (its results, or another
 // window_aggregator's) are never taken.
-func ingestMetrics(c *core, ctx context.Context, md pmetric.Metrics, action lateAction) (late pmetric.Metrics, routed bool, err error) {
-	sa := &c.bySignal[inputMetrics]
+func Metrics(c *Core, ctx context.Context, md pmetric.Metrics, action Action) (late pmetric.Metrics, routed bool, err error) {
+	sa := &c.BySignal[InputMetrics]
 	if len(sa.aggs) == 0 {
 		return late, false, nil
 	}
-	in := c.inputs
-	rd := getMetricReader(len(c.aggs))
+	in := c.Inputs
+	rd := getMetricReader(len(c.Aggs))
 	defer rd.release()
-	run := c.beginRun(ctx, inputMetrics, &rd.record)
+	run := c.beginRun(ctx, InputMetrics, &rd.Record)
 	run.points, run.in = rd, in
 	in.Mu.Lock()
-	in.Sweep(run.b.Watermark(), c.seriesExpiration)
+	in.Sweep(run.b.Watermark(), c.SeriesExpiration)
 	walkTaken(md, sa, func(rm pmetric.ResourceMetrics) {
 		run.setSource(rm.Resource().Attributes())
 		rd.setResource(rm)
-	}, rd.setScope, func(m pmetric.Metric, aggs []*aggregation) {
+	}, rd.setScope, func(m pmetric.Metric, aggs []*Aggregation) {
 		rd.setMetric(m)
 		stagePoints(run, rd, aggs)
 	})
 	in.Mu.Unlock()
 	run.apply()
-	if action == latePassed && c.dropAggregatedInput {
+	if action == LatePassed && c.DropAggregatedInput {
 		removeTaken(md, sa, run.sc.state)
 	}
-	c.reporter.ReportPoints(ctx, rd.adds.Tally)
+	c.Reporter.ReportPoints(ctx, rd.adds.Tally)
 	return late, false, run.finish(ctx, action)
 }
 
 // walkTaken calls resource, scope and metric for the parts of md whose metrics some aggregation of
 // sa names (with those aggregations), in order, skipping the component's own scope.
-func walkTaken(md pmetric.Metrics, sa *signalAggs, resource func(pmetric.ResourceMetrics), scope func(pmetric.ScopeMetrics),
-	metric func(pmetric.Metric, []*aggregation)) {
+func walkTaken(md pmetric.Metrics, sa *SignalAggs, resource func(pmetric.ResourceMetrics), scope func(pmetric.ScopeMetrics),
+	metric func(pmetric.Metric, []*Aggregation)) {
 	rms := md.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		rm := rms.At(i)
@@ -78,7 +78,7 @@ func walkTaken(md pmetric.Metrics, sa *signalAggs, resource func(pmetric.Resourc
 func isInput(sm pmetric.ScopeMetrics) bool { return sm.Scope().Name() != metadata.ScopeName }
 
 // stagePoints stages each point of the view's metric for aggregations aggs.
-func stagePoints(run *ingestRun, rd *metricReader, aggs []*aggregation) {
+func stagePoints(run *ingestRun, rd *metricReader, aggs []*Aggregation) {
 	switch m := rd.m; rd.p.Kind {
 	case metricinput.KindValue, metricinput.KindIncrease, metricinput.KindCounter:
 		var dps pmetric.NumberDataPointSlice
@@ -105,7 +105,7 @@ type anyPoint interface {
 }
 
 // stageEach stages the points of points, each set into the view by set, for aggregations aggs.
-func stageEach[P anyPoint](run *ingestRun, rd *metricReader, aggs []*aggregation, points func(func(int, P) bool), set func(P)) {
+func stageEach[P anyPoint](run *ingestRun, rd *metricReader, aggs []*Aggregation, points func(func(int, P) bool), set func(P)) {
 	for _, dp := range points {
 		set(dp)
 		run.stage(aggs, rd.point(dp.Attributes(), uint64(dp.Timestamp()), dp.Flags().NoRecordedValue()))
@@ -116,7 +116,7 @@ func stageEach[P anyPoint](run *ingestRun, rd *metricReader, aggs []*aggregation
 // order walkTaken visits them): those aggregated, on time or late updates, those held back, and the
 // duplicates of points taken before.
 // Scopes and resources left empty by it go too.
-func removeTaken(md pmetric.Metrics, sa *signalAggs, state []outcome) {
+func removeTaken(md pmetric.Metrics, sa *SignalAggs, state []outcome) {
 	n := 0
 	taken := func() bool {
 		st := state[n]

@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func enumName[T ~int32](names []string, i T) string {
 // per call from what the aggregations read: the kind and the status lie apart from the fields every
 // aggregation reads (another cache line of the span), and so does the tracestate.
 type spanReader struct {
-	record
+	Record
 	rs                                            ptrace.ResourceSpans
 	ss                                            ptrace.ScopeSpans
 	sp                                            ptrace.Span
@@ -51,39 +51,39 @@ var spanReaders = sync.Pool{New: func() any {
 	return rd
 }}
 
-// getSpanReader returns a reader for the span aggregations sa.
-func getSpanReader(sa *signalAggs) *spanReader {
+// GetSpanReader returns a reader for the span aggregations sa.
+func GetSpanReader(sa *SignalAggs) *spanReader {
 	rd := spanReaders.Get().(*spanReader)
 	rd.readKind, rd.readStatus = sa.kinds || sa.reads(fieldSpanKind), sa.reads(fieldStatusCode)
 	rd.readIDs, rd.readTraceState = sa.ids, sa.adjusted
 	return rd
 }
 
-func (rd *spanReader) release() {
+func (rd *spanReader) Release() {
 	rd.tctx.close()
 	rd.clear()
 	rd.rs, rd.ss, rd.sp = ptrace.ResourceSpans{}, ptrace.ScopeSpans{}, ptrace.Span{}
 	spanReaders.Put(rd)
 }
 
-// setScope points the view at the spans of ss, of rs.
-func (rd *spanReader) setScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
+// SetScope points the view at the spans of ss, of rs.
+func (rd *spanReader) SetScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
 	rd.rs, rd.ss = rs, ss
-	rd.record.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
+	rd.Record.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
 }
 
-// read points the view at span sp, of the scope setScope named.
-func (rd *spanReader) read(sp ptrace.Span) {
+// Read points the view at span sp, of the scope setScope named.
+func (rd *spanReader) Read(sp ptrace.Span) {
 	rd.tctx.close()
 	rd.sp = sp
 	rd.next(sp.Attributes())
-	rd.field[fieldSpanName] = sp.Name()
+	rd.Field[FieldSpanName] = sp.Name()
 	if rd.readKind {
 		k := sp.Kind()
-		rd.kind, rd.field[fieldSpanKind] = int32(k), enumName(spanKindNames[:], k)
+		rd.kind, rd.Field[fieldSpanKind] = int32(k), enumName(spanKindNames[:], k)
 	}
 	if rd.readStatus {
-		rd.field[fieldStatusCode] = enumName(statusCodeNames[:], sp.Status().Code())
+		rd.Field[fieldStatusCode] = enumName(statusCodeNames[:], sp.Status().Code())
 	}
 	rd.start, rd.end = uint64(sp.StartTimestamp()), uint64(sp.EndTimestamp())
 	if rd.readTraceState {
@@ -108,20 +108,20 @@ func (rd *spanReader) ottlContext() any {
 }
 
 // ingestTraces aggregates the spans of td (an ingestFunc).
-func ingestTraces(c *core, ctx context.Context, td ptrace.Traces, action lateAction) (late ptrace.Traces, routed bool, err error) {
-	sa := &c.bySignal[inputSpans]
+func Traces(c *Core, ctx context.Context, td ptrace.Traces, action Action) (late ptrace.Traces, routed bool, err error) {
+	sa := &c.BySignal[InputSpans]
 	if len(sa.aggs) == 0 {
 		return late, false, nil
 	}
-	rd := getSpanReader(sa)
-	defer rd.release()
-	run := c.beginRun(ctx, inputSpans, &rd.record)
+	rd := GetSpanReader(sa)
+	defer rd.Release()
+	run := c.beginRun(ctx, InputSpans, &rd.Record)
 	for _, rs := range td.ResourceSpans().All() {
 		run.setSource(rs.Resource().Attributes())
 		for _, ss := range rs.ScopeSpans().All() {
-			rd.setScope(rs, ss)
+			rd.SetScope(rs, ss)
 			for _, sp := range ss.Spans().All() {
-				rd.read(sp)
+				rd.Read(sp)
 				if rd.readIDs {
 					run.setIDs(sp.TraceID(), sp.SpanID())
 				}

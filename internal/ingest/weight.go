@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"encoding/binary"
@@ -14,9 +14,9 @@ import (
 type weightKind uint8
 
 const (
-	weighNone          weightKind = iota // every record weighs 1
-	weighAdjustedCount                   // a span's adjusted count, from the sampling threshold in its tracestate
-	weighAttribute                       // a numeric attribute of the record
+	WeighNone          weightKind = iota // every record weighs 1
+	WeighAdjustedCount                   // a span's adjusted count, from the sampling threshold in its tracestate
+	WeighAttribute                       // a numeric attribute of the record
 )
 
 // maxWeight bounds a record's weight, so that counts (uint64) cannot wrap before 2^32 records of
@@ -28,17 +28,17 @@ const maxWeight = math.MaxUint32
 type weightReason uint8
 
 const (
-	weightOK weightReason = iota
+	WeightOK weightReason = iota
 	weightMalformedTraceState
 	weightMissing
 	weightNotNumeric
 	weightNotFinite
 	weightNotPositive
 	weightTooLarge
-	numWeightReasons
+	NumWeightReasons
 )
 
-var weightReasonNames = [numWeightReasons]string{
+var WeightReasonNames = [NumWeightReasons]string{
 	weightMalformedTraceState: "malformed_tracestate", weightMissing: "missing", weightNotNumeric: "not_numeric",
 	weightNotFinite: "not_finite", weightNotPositive: "not_positive", weightTooLarge: "too_large",
 }
@@ -48,16 +48,16 @@ var weightReasonNames = [numWeightReasons]string{
 // 4), 1 without a threshold, and 1 for a tracestate that does not parse.
 func adjustedCount(ts string) (float64, weightReason) {
 	if ts == "" {
-		return 1, weightOK
+		return 1, WeightOK
 	}
 	w3c, err := sampling.NewW3CTraceState(ts)
 	if err != nil {
 		return 1, weightMalformedTraceState
 	}
 	if n := w3c.OTelValue().AdjustedCount(); n > 0 { // 0: no threshold
-		return n, weightOK
+		return n, WeightOK
 	}
-	return 1, weightOK
+	return 1, WeightOK
 }
 
 // traceStates caches the adjusted count of the tracestate read last: the spans of one trace share
@@ -71,7 +71,7 @@ type traceStates struct {
 
 func (c *traceStates) adjustedCount(ts string) (float64, weightReason) {
 	if ts == "" {
-		return 1, weightOK
+		return 1, WeightOK
 	}
 	if !c.used || ts != c.raw {
 		c.n, c.why = adjustedCount(ts)
@@ -91,13 +91,13 @@ func roundWeight(w float64, seed func() uint64) (uint32, weightReason) {
 		if w > maxWeight {
 			return maxWeight, weightTooLarge
 		}
-		return maxWeight, weightOK
+		return maxWeight, WeightOK
 	}
 	n := math.Floor(w)
 	if f := w - n; f > 0 && float64(seed()>>11)*0x1p-53 < f {
 		n++
 	}
-	return uint32(n), weightOK
+	return uint32(n), WeightOK
 }
 
 // weightSeed is a uniform 64-bit number drawn from a record's identity: a span's trace and span ids;

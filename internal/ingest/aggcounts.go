@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"sync/atomic"
@@ -17,25 +17,25 @@ type aggregationTally struct {
 	unmatched, duplicate, late int64
 }
 
-// aggregationCounts are an aggregation's counts since the component started.
-type aggregationCounts struct {
-	unmatched, duplicate atomic.Int64
-	late                 [numLateActions]atomic.Int64 // expired, future or invalid, by what became of them
+// AggregationCounts are an aggregation's counts since the component started.
+type AggregationCounts struct {
+	Unmatched, Duplicate atomic.Int64
+	Late                 [NumLateActions]atomic.Int64 // expired, future or invalid, by what became of them
 }
 
 // countByAggregation adds a call's counts to each aggregation's (byAgg), with its expired records,
 // which batch b has judged, under the call's late action.
-func countByAggregation(byAgg []aggregationCounts, b *stream.Batch, t []aggregationTally, action lateAction) {
+func countByAggregation(byAgg []AggregationCounts, b *stream.Batch, t []aggregationTally, action Action) {
 	for i := range t {
 		c := &byAgg[i]
 		if n := t[i].unmatched; n > 0 {
-			c.unmatched.Add(n)
+			c.Unmatched.Add(n)
 		}
 		if n := t[i].duplicate; n > 0 {
-			c.duplicate.Add(n)
+			c.Duplicate.Add(n)
 		}
 		if n := t[i].late + int64(b.Verdicts(i, stream.Expired)); n > 0 {
-			c.late[action].Add(n)
+			c.Late[action].Add(n)
 		}
 	}
 }

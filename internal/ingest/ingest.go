@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const unmatched outcome = 0
 const (
 	// refused: a metric point its aggregations left out (a summary, a point without a recorded
 	// value, a new stream past max_input_streams).
-	refused outcome = outcome(numVerdicts) + 1 + iota
+	refused outcome = outcome(NumVerdicts) + 1 + iota
 	// heldBack: a metric point taken into an aggregation's input state that adds nothing to its
 	// windows (a cumulative stream's base, a point out of order, a histogram with no new value).
 	heldBack
@@ -97,7 +97,7 @@ func (sc *scratch) release() {
 // or it weighs nothing for the aggregation. A metric point (with run.points) is staged as what it
 // adds to each aggregation (metricinput.Adder), worked out once its time is known to be on time: a
 // point that adds nothing is held back or refused. The record's outcome is settled by apply.
-func (run *ingestRun) stage(aggs []*aggregation, t int64) {
+func (run *ingestRun) stage(aggs []*Aggregation, t int64) {
 	r, kb, b, pr := run.r, run.key, run.b, run.points
 	rec := &run.rec
 	rec.Time, rec.Tag = t, int32(len(run.sc.state))
@@ -110,7 +110,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 	at := run.sc.byAgg
 	for _, a := range aggs {
 		if !a.matches(r) {
-			at[a.index].unmatched++
+			at[a.Index].unmatched++
 			continue
 		}
 		if !identified {
@@ -118,31 +118,31 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 			vd, judged = b.Check(t), true
 			if vd == stream.OnTime && run.dd.claim(r.src, t, b) == dedup.Duplicate {
 				st = duplicate // before its OTTL, its weight and its input stream: it is none of theirs
-				at[a.index].duplicate++
+				at[a.Index].duplicate++
 				break
 			}
 		}
 		it := staged{weight: 1}
 		switch {
 		case pr != nil:
-			if len(a.conditions) > 0 && !run.anyCondition(a) {
-				at[a.index].unmatched++
+			if len(a.Conditions) > 0 && !run.anyCondition(a) {
+				at[a.Index].unmatched++
 				continue
 			}
 			if pr.refusal != metricinput.Aggregated {
-				pr.adds.Refuse(&a.point, pr.refusal)
+				pr.adds.Refuse(&a.Point, pr.refusal)
 				left = true
 				continue
 			}
-		case a.computed:
+		case a.Computed:
 			var selected bool
 			if it.v, it.why, it.truncated, selected = run.readComputed(a); !selected {
-				at[a.index].unmatched++
+				at[a.Index].unmatched++
 				continue
 			}
 		default:
 			it.v, it.why = a.value(r)
-			it.truncated = a.buildKey(kb, r)
+			it.truncated = a.BuildKey(kb, r)
 		}
 		if pr == nil && !a.weighsOne(r) {
 			if it.weight, it.whyWeight = a.weigh(r, &run.sc.traceStates); it.weight == 0 {
@@ -155,7 +155,7 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 			}
 			if vd != stream.OnTime {
 				st = outcomeOf(vd) // future or invalid: staged for no aggregation, a point's streams unmoved
-				at[a.index].late++ // for the aggregation that judged it
+				at[a.Index].late++ // for the aggregation that judged it
 				break
 			}
 			checked = true
@@ -169,16 +169,16 @@ func (run *ingestRun) stage(aggs []*aggregation, t int64) {
 		if st == unmatched {
 			st = outcomeOf(stream.OnTime)
 			if t > run.now {
-				run.tl.aheadOfClock++ // aggregated, but W does not follow it past the clock
+				run.tl.AheadOfClock++ // aggregated, but W does not follow it past the clock
 			}
 		}
-		if it.why != values.OK || it.whyWeight != weightOK {
+		if it.why != values.OK || it.whyWeight != WeightOK {
 			run.sc.faults = append(run.sc.faults, fault{rec.Tag, it.why, it.whyWeight})
 		}
 		if it.truncated {
-			run.tl.truncated++
+			run.tl.Truncated++
 		}
-		rec.Agg, rec.Key = a.index, kb.Key()
+		rec.Agg, rec.Key = a.Index, kb.Key()
 		if it.dist != nil {
 			b.StageDistribution(rec, it.dist)
 			continue
@@ -213,43 +213,43 @@ type staged struct {
 // addPoint works out what the view's metric point adds to aggregation a, by the kind of its metric,
 // changing a's input stream of it, into it, with its key; it returns the outcome, metricinput.Aggregated
 // unless the point adds nothing. Under metricinput.Inputs.Mu.
-func (run *ingestRun) addPoint(a *aggregation, it *staged) metricinput.Outcome {
+func (run *ingestRun) addPoint(a *Aggregation, it *staged) metricinput.Outcome {
 	pr := run.points
 	pa, p := &pr.adds, &pr.p
 	var add metricinput.Add
 	switch p.Kind {
 	case metricinput.KindCounter:
-		add = pa.AddCounter(p, &a.point, run.in)
+		add = pa.AddCounter(p, &a.Point, run.in)
 	case metricinput.KindHistogram:
-		add = pa.AddHistogram(p, &a.point, run.in)
+		add = pa.AddHistogram(p, &a.Point, run.in)
 	case metricinput.KindExponential:
-		add = pa.AddExponential(p, &a.point, run.in)
+		add = pa.AddExponential(p, &a.Point, run.in)
 	case metricinput.KindIncrease:
 		add = metricinput.ValueAdd(metricinput.IncreaseOf(p.Num))
 	default:
 		add = metricinput.ValueAdd(metricinput.NumberOf(p.Num))
 	}
-	pa.Count(&a.point, &add)
+	pa.Count(&a.Point, &add)
 	if add.Outcome != metricinput.StreamLimit {
-		a.input.Learn(pr.m.Unit(), pr.p.Kind == metricinput.KindIncrease || pr.p.Kind == metricinput.KindCounter)
+		a.Input.Learn(pr.m.Unit(), pr.p.Kind == metricinput.KindIncrease || pr.p.Kind == metricinput.KindCounter)
 	}
 	if add.Outcome != metricinput.Aggregated {
 		return add.Outcome
 	}
 	it.v, it.why, it.weight, it.dist = add.Value, add.Why, add.Weight, add.Dist
-	if a.computed {
+	if a.Computed {
 		it.truncated = run.buildComputedKey(a)
 	} else {
-		it.truncated = a.buildKey(run.key, run.r)
+		it.truncated = a.BuildKey(run.key, run.r)
 	}
 	return metricinput.Aggregated
 }
 
 // finishRun applies the run's records, copies its late ones with lateCopy when action routes them and
 // some are late, and finishes the run: an ingestFunc's end.
-func finishRun[B any](run *ingestRun, action lateAction, lateCopy func(reasonOf func(int) (string, int64)) B) (late B, routed bool, err error) {
+func finishRun[B any](run *ingestRun, action Action, lateCopy func(reasonOf func(int) (string, int64)) B) (late B, routed bool, err error) {
 	run.apply()
-	if action == lateRouted && run.anyLate {
+	if action == LateRouted && run.anyLate {
 		late, routed = lateCopy(run.lateReason), true
 	}
 	return late, routed, run.finish(run.ctx, action)
@@ -270,7 +270,7 @@ func (run *ingestRun) apply() {
 	state := sc.state
 	defer run.ungate()
 	run.dd.release()
-	run.tl.dedupOverflow += run.dd.overflows
+	run.tl.DedupOverflow += run.dd.overflows
 	run.b.Apply(func(tag int32, vd stream.Verdict, w int64) {
 		state[tag] = max(state[tag], outcomeOf(vd))
 		if vd == stream.Expired {
@@ -285,24 +285,24 @@ func (run *ingestRun) apply() {
 	for _, f := range sc.faults {
 		if v, ok := state[f.rec].verdict(); ok && v.Aggregated() {
 			// values_missing and invalid_weights count aggregated records only
-			tl.values[f.value]++
-			tl.weights[f.weight]++
+			tl.Values[f.value]++
+			tl.Weights[f.weight]++
 		}
 	}
 	for _, st := range state {
 		v, judged := st.verdict()
 		switch {
 		case st == duplicate:
-			tl.duplicates++
+			tl.Duplicates++
 		case st >= refused: // counted in metric_points
 		case !judged:
-			tl.unmatched++
+			tl.Unmatched++
 		case v == stream.OnTime:
-			tl.aggregated++
+			tl.Aggregated++
 		case v == stream.LateUpdate:
-			tl.lateUpdated++
+			tl.LateUpdated++
 		default:
-			tl.late[v]++
+			tl.Late[v]++
 			run.anyLate = true
 		}
 	}
@@ -312,7 +312,7 @@ func (run *ingestRun) apply() {
 func (run *ingestRun) ungate() {
 	if run.gated {
 		run.gated = false
-		run.c.gate.Leave()
+		run.c.Gate.Leave()
 	}
 }
 
@@ -335,7 +335,7 @@ func (run *ingestRun) lateReason(i int) (string, int64) {
 // past max_sources are counted as they are staged, until the next resource.
 func (run *ingestRun) setSource(resource pcommon.Map) {
 	run.endSource()
-	keys := run.c.perSource
+	keys := run.c.PerSource
 	if len(keys) == 0 {
 		return
 	}
@@ -357,7 +357,7 @@ func (run *ingestRun) setSource(resource pcommon.Map) {
 // endSource counts the records staged since setSource named a shared source, if it did.
 func (run *ingestRun) endSource() {
 	if run.sharedFrom >= 0 {
-		run.tl.sharedSource += int64(len(run.sc.state) - run.sharedFrom)
+		run.tl.SharedSource += int64(len(run.sc.state) - run.sharedFrom)
 		run.sharedFrom = -1
 	}
 }
@@ -366,11 +366,11 @@ func (run *ingestRun) endSource() {
 // tally and its scratch.
 type ingestRun struct {
 	reading
-	c       *core
+	c       *Core
 	rec     stream.Record // the record being staged, one aggregation after another
 	now     int64         // wall time the run began at
 	b       *stream.Batch
-	tl      tally
+	tl      Tally
 	sc      *scratch
 	anyLate bool // some record has a late reason
 	// sharedFrom is the first record of a source past max_sources, while one is being staged; -1:
@@ -390,91 +390,92 @@ type ingestRun struct {
 
 // beginRun begins an ingest call of input's records, which come through view r; with storage, the
 // call of an input that keeps state outside the engine holds the ingest gate until apply.
-func (c *core) beginRun(ctx context.Context, input int, r *record) *ingestRun {
+func (c *Core) beginRun(ctx context.Context, input int, r *Record) *ingestRun {
 	sc := getScratch()
 	run := &sc.run
-	now := c.engine.Now()
-	if len(sc.byAgg) != len(c.aggs) {
-		sc.byAgg = make([]aggregationTally, len(c.aggs))
+	now := c.Engine.Now()
+	if len(sc.byAgg) != len(c.Aggs) {
+		sc.byAgg = make([]aggregationTally, len(c.Aggs))
 	}
-	sc.ottl.propagate = c.propagate
-	gated := c.gate.Enter(input)
-	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, c: c, sc: sc, now: now, b: c.engine.Begin(now), sharedFrom: -1,
+	sc.ottl.propagate = c.Propagate
+	gated := c.Gate.Enter(input)
+	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, c: c, sc: sc, now: now, b: c.Engine.Begin(now), sharedFrom: -1,
 		input: input, dd: &sc.dedup, gated: gated}
-	sc.dedup.begin(c.dedupOf[input])
+	sc.dedup.begin(c.DedupOf[input])
 	return run
 }
 
 // finish lets the batch move the watermark, reports its outcomes, and asks for what fired to be
 // collected and sent, which the component's goroutine does.
 // It returns the call's OTTL error, with error_mode propagate.
-func (run *ingestRun) finish(ctx context.Context, action lateAction) error {
+func (run *ingestRun) finish(ctx context.Context, action Action) error {
 	c, now, err := run.c, run.now, run.sc.ottl.first
 	run.ungate()
-	countByAggregation(c.byAgg, run.b, run.sc.byAgg, action)
+	countByAggregation(c.ByAgg, run.b, run.sc.byAgg, action)
 	run.b.End()
-	c.reporter.Report(ctx, &run.tl, run.input, action)
+	c.Reporter.Report(ctx, &run.tl, run.input, action)
 	if len(run.sc.ottl.failures) > 0 {
-		c.reporter.ReportOTTL(ctx, run.sc.ottl.failures)
+		c.Reporter.ReportOTTL(ctx, run.sc.ottl.failures)
 	}
 	run.sc.release() // run is part of the scratch: not to be read after this
-	if c.engine.Due(now) {
-		c.poke()
+	if c.Engine.Due(now) {
+		c.Poke()
 	}
 	return err
 }
 
-// core is what the ingest path reads of the component: its engine and aggregations, what each
+// Core is what the ingest path reads of the component: its engine and aggregations, what each
 // signal's aggregations read, the ingest gate, the metric inputs, the identities of each signal's
 // records, the records by outcome per aggregation, and where a call reports.
-type core struct {
-	engine *stream.Engine
-	aggs   []*aggregation
-	// the aggregations of each input signal, and what they read of its records
-	bySignal [numInputs]signalAggs
-	// gate is the ingest gate a checkpoint takes (checkpoint.Checkpointer)
-	gate gate
-	// inputs is what the metrics aggregations keep of their input streams
-	inputs *metricinput.Inputs
-	// dedupOf, by input, the set of the identities of the signal's records aggregated (nil: not
-	// deduplicated), and logKey what identifies a log record
-	dedupOf [numInputs]*dedup.Set
-	logKey  logKey
-	// byAgg are each aggregation's records by outcome that the engine does not count, by index
-	byAgg []aggregationCounts
-	// perSource are watermark.per_source's keys; propagate: error_mode is propagate
-	perSource []string
-	propagate bool
-	// seriesExpiration is series_expiration in ns; dropAggregatedInput drop_aggregated_input
-	seriesExpiration    int64
-	dropAggregatedInput bool
-	reporter            reporter
-	// poke asks for what fired to be collected and sent
-	poke func()
+type Core struct {
+	Engine *stream.Engine
+	Aggs   []*Aggregation
+	// BySignal are the aggregations of each input signal, and what they read of its records
+	BySignal [NumInputs]SignalAggs
+	// Gate is the ingest gate a checkpoint takes (checkpoint.Checkpointer)
+	Gate Gate
+	// Inputs is what the metrics aggregations keep of their input streams
+	Inputs *metricinput.Inputs
+	// DedupOf, by input, the set of the identities of the signal's records aggregated (nil: not
+	// deduplicated), and LogKey what identifies a log record
+	DedupOf [NumInputs]*dedup.Set
+	LogKey  LogKey
+	// ByAgg are each aggregation's records by outcome that the engine does not count, by index
+	ByAgg []AggregationCounts
+	// PerSource are watermark.per_source's keys; Propagate: error_mode is propagate
+	PerSource []string
+	Propagate bool
+	// SeriesExpiration is series_expiration in ns; DropAggregatedInput drop_aggregated_input
+	SeriesExpiration    int64
+	DropAggregatedInput bool
+	// Reporter takes what a call reports
+	Reporter Reporter
+	// Poke asks for what fired to be collected and sent
+	Poke func()
 }
 
-// gate is the ingest gate: a call of an input that keeps state outside the engine enters it, for
+// Gate is the ingest gate: a call of an input that keeps state outside the engine enters it, for
 // reading, until its records are applied.
-type gate interface {
+type Gate interface {
 	Enter(input int) bool
 	Leave()
 }
 
-// reporter takes what an ingest call reports once its records are applied.
-type reporter interface {
-	Report(ctx context.Context, t *tally, input int, action lateAction)
-	ReportOTTL(ctx context.Context, fs []ottlFailure)
+// Reporter takes what an ingest call reports once its records are applied.
+type Reporter interface {
+	Report(ctx context.Context, t *Tally, input int, action Action)
+	ReportOTTL(ctx context.Context, fs []OTTLFailure)
 	ReportPoints(ctx context.Context, tally []metricinput.Tally)
 }
 
-// tally counts one batch's outcomes, so that the counters are touched once per batch.
-type tally struct {
-	aggregated, lateUpdated, unmatched int64
-	truncated                          int64
-	aheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
-	sharedSource                       int64              // records of sources past max_sources
-	late                               [numVerdicts]int64 // by verdict: expired, future, invalid
-	duplicates, dedupOverflow          int64
-	values                             [values.NumReasons]int64
-	weights                            [numWeightReasons]int64
+// Tally counts one batch's outcomes, so that the counters are touched once per batch.
+type Tally struct {
+	Aggregated, LateUpdated, Unmatched int64
+	Truncated                          int64
+	AheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
+	SharedSource                       int64              // records of sources past max_sources
+	Late                               [NumVerdicts]int64 // by verdict: expired, future, invalid
+	Duplicates, DedupOverflow          int64
+	Values                             [values.NumReasons]int64
+	Weights                            [NumWeightReasons]int64
 }

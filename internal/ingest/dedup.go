@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
@@ -83,6 +83,6 @@ func (d *dedupStage) reset() {
 	d.releases = d.releases[:0]
 }
 
-// logKey is the set of the parts of a log record that identify it (dedup.logs.key), a bit per index
-// in logParts.
-type logKey uint16
+// LogKey is the set of the parts of a log record that identify it (dedup.logs.key), a bit per index
+// of the parts (logPartTime, ...).
+type LogKey uint16

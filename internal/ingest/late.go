@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"iter"
@@ -10,15 +10,15 @@ import (
 
 // Attributes added to the late records that the connector routes.
 const (
-	attrLateReason = "window_aggregator.late.reason"    // expired | future | invalid
-	attrWatermark  = "window_aggregator.late.watermark" // the watermark the record was judged by, Unix ns
+	AttrLateReason = "window_aggregator.late.reason"    // expired | future | invalid
+	AttrWatermark  = "window_aggregator.late.watermark" // the watermark the record was judged by, Unix ns
 )
 
 // markLate marks a routed late record with its reason and the watermark it was judged by.
 func markLate(m pcommon.Map, reason string, watermark int64) {
-	m.PutStr(attrLateReason, reason)
+	m.PutStr(AttrLateReason, reason)
 	if watermark != stream.NoWatermark {
-		m.PutInt(attrWatermark, watermark)
+		m.PutInt(AttrWatermark, watermark)
 	}
 }
 
@@ -66,17 +66,17 @@ func lateCopy[B, R, S, E any](lv *levels[B, R, S, E], b B, reasonOf func(i int) 
 	return out
 }
 
-// numVerdicts sizes the tables indexed by verdict; Invalid is the last.
-const numVerdicts = int(stream.Invalid) + 1
+// NumVerdicts sizes the tables indexed by verdict; Invalid is the last.
+const NumVerdicts = int(stream.Invalid) + 1
 
-// lateAction is what happened to a call's late records: the late counter's action attribute.
-type lateAction uint8
+// Action is what happened to a call's late records: the late counter's action attribute.
+type Action uint8
 
 const (
-	lateDropped lateAction = iota
-	lateRouted
-	latePassed // the processor hands every record on
-	numLateActions
+	LateDropped Action = iota
+	LateRouted
+	LatePassed // the processor hands every record on
+	NumLateActions
 )
 
-var lateActionNames = [numLateActions]string{lateDropped: "dropped", lateRouted: "routed", latePassed: "passed"}
+var LateActionNames = [NumLateActions]string{LateDropped: "dropped", LateRouted: "routed", LatePassed: "passed"}

@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 
 // logReader is the record view of one log record at a time.
 type logReader struct {
-	record
+	Record
 	rl   plog.ResourceLogs
 	sl   plog.ScopeLogs
 	lr   plog.LogRecord
@@ -26,7 +26,7 @@ type logReader struct {
 
 	// For dedup: the parts that identify a record, the identities of its resource and scope (read
 	// once per scope), and the buffer of its parts.
-	idKey  logKey
+	idKey  LogKey
 	hasher identityHasher
 	outer  outerIdentities
 	idBuf  []byte
@@ -53,7 +53,7 @@ func (rd *logReader) setScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
 	}
 	rd.rl, rd.sl = rl, sl
 	rd.outer.forgetScope()
-	rd.record.setScope(sl.Scope().Attributes(), rl.Resource().Attributes())
+	rd.Record.setScope(sl.Scope().Attributes(), rl.Resource().Attributes())
 }
 
 // read points the view at log record lr, and returns its event time: its timestamp, else its observed
@@ -62,7 +62,7 @@ func (rd *logReader) read(lr plog.LogRecord) int64 {
 	rd.tctx.close()
 	rd.lr = lr
 	rd.next(lr.Attributes())
-	rd.field[fieldSeverityText] = lr.SeverityText()
+	rd.Field[fieldSeverityText] = lr.SeverityText()
 	ts := uint64(lr.Timestamp())
 	if ts == 0 {
 		ts = uint64(lr.ObservedTimestamp())
@@ -74,7 +74,8 @@ func (rd *logReader) weightSeed() uint64 {
 	return weightSeed(rd.lr.TraceID(), rd.lr.SpanID(), rd.lr.Timestamp(), rd.lr.ObservedTimestamp())
 }
 
-// The indexes of the parts in logParts.
+// The indexes of the parts of a log record that dedup.logs.key may list, in the order the
+// configuration's LogPart values are listed (and hashed), and how many there are.
 const (
 	logPartTime = iota
 	logPartObservedTime
@@ -85,18 +86,18 @@ const (
 	logPartScope
 	logPartTraceID
 	logPartSpanID
-	numLogParts
+	NumLogParts
 )
 
 // identity is the log record's identity for dedup: the parts its key lists, each tagged and hashed
-// in logParts' order (a map's pairs in any order); none without a key.
+// in the order of their indexes (a map's pairs in any order); none without a key.
 func (rd *logReader) identity() (dedup.ID, bool) {
 	if rd.idKey == 0 {
 		return 0, false
 	}
 	lr, h := rd.lr, &rd.hasher
 	b := rd.idBuf[:0]
-	for part := range numLogParts {
+	for part := range NumLogParts {
 		if rd.idKey&(1<<part) == 0 {
 			continue
 		}
@@ -135,15 +136,15 @@ func (rd *logReader) ottlContext() any {
 }
 
 // ingestLogs aggregates the log records of ld (an ingestFunc).
-func ingestLogs(c *core, ctx context.Context, ld plog.Logs, action lateAction) (late plog.Logs, routed bool, err error) {
-	sa := &c.bySignal[inputLogs]
+func Logs(c *Core, ctx context.Context, ld plog.Logs, action Action) (late plog.Logs, routed bool, err error) {
+	sa := &c.BySignal[InputLogs]
 	if len(sa.aggs) == 0 {
 		return late, false, nil
 	}
 	rd := logReaders.Get().(*logReader)
 	defer rd.release()
-	rd.idKey = c.logKey
-	run := c.beginRun(ctx, inputLogs, &rd.record)
+	rd.idKey = c.LogKey
+	run := c.beginRun(ctx, InputLogs, &rd.Record)
 	for _, rl := range ld.ResourceLogs().All() {
 		run.setSource(rl.Resource().Attributes())
 		for _, sl := range rl.ScopeLogs().All() {

@@ -1,4 +1,4 @@
-package windowaggregator
+package ingest
 
 import (
 	"sync"
@@ -15,7 +15,7 @@ import (
 // resource's, the metric's name; the point itself (p), with the identity of its input stream; and
 // what the aggregations make of the call's points until the batch is applied (adds).
 type metricReader struct {
-	record
+	Record
 	rm pmetric.ResourceMetrics
 	sm pmetric.ScopeMetrics
 	m  pmetric.Metric
@@ -75,14 +75,14 @@ func (rd *metricReader) setResource(rm pmetric.ResourceMetrics) {
 func (rd *metricReader) setScope(sm pmetric.ScopeMetrics) {
 	rd.sm = sm
 	rd.outer.forgetScope()
-	rd.record.setScope(sm.Scope().Attributes(), rd.rm.Resource().Attributes())
+	rd.Record.setScope(sm.Scope().Attributes(), rd.rm.Resource().Attributes())
 }
 
 // setMetric points the view at the points of metric m.
 func (rd *metricReader) setMetric(m pmetric.Metric) {
 	rd.m, rd.nameOK, rd.kindOK = m, false, false
 	rd.p.Kind, rd.p.Cumulative = metricinput.KindOf(m)
-	rd.field[fieldMetricName] = m.Name()
+	rd.Field[fieldMetricName] = m.Name()
 }
 
 // point readies the view for another point, with attributes attrs, at Timestamp t; noValue: it is
@@ -112,7 +112,7 @@ func (rd *metricReader) streamKey() metricinput.Key {
 	if !rd.nameOK {
 		rd.nameID, rd.nameOK = h.hashName(rd.m.Name()), true
 	}
-	rd.key, rd.keyOK = h.key(res, scope, rd.nameID, h.hashMap(rd.attrs)), true
+	rd.key, rd.keyOK = h.key(res, scope, rd.nameID, h.hashMap(rd.Attrs)), true
 	return rd.key
 }
 
