@@ -15,7 +15,6 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
@@ -25,10 +24,11 @@ import (
 )
 
 // The checkpoint is one value under one key of the storage client: a magic, a format version, the
-// aggregations it was taken with (see fingerprint), the service.instance.id its results carry, the
-// engine snapshot (watermark, open windows, fired results not yet collected), the metric inputs'
-// streams (see metricinput.Inputs.AppendTo), the directory of the remembered identities (dedup.Mark; empty
-// without dedup), the result batches queued for delivery, and a CRC-32C of all that before it, so
+// aggregations it was taken with (see fingerprint), the service.instance.id its results carry, then
+// each participant's section (participants.go), each but the last length-prefixed: the engine
+// snapshot (watermark, open windows, fired results not yet collected), the metric inputs' streams
+// (see metricinput.Inputs.AppendTo), the directory of the remembered identities (dedup.Mark; empty
+// without dedup), the result batches queued for delivery; and a CRC-32C of all that before it, so
 // that any damage of up to 32 bits in a row, and most other damage, is detected. The identities
 // themselves are parts under keys of their own (IDsKey), one a slice of event time, each written when
 // it changed and checked against the CRC-32C the directory lists; all of one checkpoint are written
@@ -53,8 +53,8 @@ var CRC32C = crc32.MakeTable(crc32.Castagnoli)
 
 // Checkpointer is the component's checkpoint coordinator: it owns the ingest gate, captures the
 // state of every participant at one moment of ingest (capture: the metric inputs, the remembered
-// identities, the engine and the emitter's queue), saves it through the storage extension the
-// configuration names, and restores it at start.
+// identities, the emitter's queue and the engine), through one interface (Participant), saves it
+// through the storage extension the configuration names, and restores it at start.
 type Checkpointer struct {
 	id          component.ID
 	storage     component.ID
@@ -63,9 +63,10 @@ type Checkpointer struct {
 	logger      *zap.Logger
 	counted     func(ctx context.Context, reason string)
 	setHealth   func(error)
-	engine      *stream.Engine
-	inputs      *metricinput.Inputs
 	emitter     *delivery.Emitter
+	// The participants, in the checkpoint's order of sections (see capture for the order they are
+	// taken in): identities is noIdentities without dedup.
+	engine, inputs, identities, queue Participant
 	// gate is the ingest gate: held for reading by an ingest call of a gated input (one that keeps
 	// state outside the engine: a metric input stream, a remembered identity) from its first change
 	// of that state until its records are applied (Enter, Leave), and for writing while a checkpoint
@@ -73,8 +74,6 @@ type Checkpointer struct {
 	// increase measured from it, or an identity without its record, or the reverse.
 	gate  sync.RWMutex
 	gated []bool
-	// dedup is the remembered identities, or nil
-	dedup *dedup.Set
 	// last is what the operator's view reads of the last save, apart from mu, which a save holds
 	// with the ingest gate
 	last atomic.Pointer[Status]
@@ -88,7 +87,6 @@ type Checkpointer struct {
 	isOpen atomic.Bool
 	// failing: the last save failed; until one succeeds the state is not durable.
 	failing atomic.Bool
-	snap    []byte // the engine's last snapshot, whose buffer the next one reuses (under mu)
 }
 
 // Options are what a Checkpointer is made of.
@@ -116,9 +114,14 @@ type Options struct {
 
 // New returns the coordinator of o's participants.
 func New(o Options) *Checkpointer {
-	return &Checkpointer{id: o.ID, storage: o.Storage, fingerprint: o.Fingerprint, maxInput: o.MaxInput,
-		gated: o.Gated, logger: o.Logger, counted: o.Counted, setHealth: o.SetHealth,
-		engine: o.Engine, inputs: o.Inputs, dedup: o.Dedup, emitter: o.Emitter}
+	c := &Checkpointer{id: o.ID, storage: o.Storage, fingerprint: o.Fingerprint, maxInput: o.MaxInput,
+		gated: o.Gated, logger: o.Logger, counted: o.Counted, setHealth: o.SetHealth, emitter: o.Emitter,
+		engine: &engineParticipant{e: o.Engine}, inputs: inputsParticipant{o.Inputs}, identities: noIdentities{},
+		queue: queueParticipant{em: o.Emitter, maxInput: o.MaxInput}}
+	if o.Dedup != nil {
+		c.identities = identitiesParticipant{set: o.Dedup, watermark: o.Engine.Watermark, logger: o.Logger}
+	}
+	return c
 }
 
 // Enter holds the ingest gate for reading for an ingest call of input, if input is gated, and
@@ -230,49 +233,40 @@ func (c *Checkpointer) restore(ctx context.Context) {
 	c.logger.Info("Restored window state from storage", zap.Int("bytes", len(data)))
 }
 
-// capture takes the state of every participant at one moment (under mu): the metric inputs' part,
-// the remembered identities' mark (nil without dedup), the engine's snapshot (into c.snap), and the
-// queued batches with the sequence number below which they are in it. Its steps are the checkpoint's
-// lock order:
+// capture takes the state of every participant at one moment (under mu), in the checkpoint's lock
+// order, each taken inside the one before it (Participant.Capture):
 //  1. the ingest gate, for writing: no ingest call is between changing a metric stream's base or
 //     remembering an identity and staging its record, which the engine's snapshot would then hold
 //     without the other, or the reverse;
-//  2. the metric inputs' lock: their streams;
-//  3. the remembered identities: the slices that changed are marked, each under its own lock (their
-//     identities are copied out after the gate: Mark.Parts);
-//  4. the emitter's lock (Emitter.Checkpoint): the engine's snapshot (the engine's own locks), which
-//     holds the results fired and not yet collected, then the gate is let go; under the same lock,
-//     the queue, so that no collection moves a result from the one to the other between them.
-func (c *Checkpointer) capture() (inputs []byte, mark *dedup.Mark, batches []delivery.Batch, seq uint64) {
+//  2. the metric inputs, under their lock;
+//  3. the remembered identities: the slices that changed are marked, each under its own lock;
+//  4. the emitter's queue, under the emitter's lock, inside which
+//  5. the engine's snapshot (the engine's own locks), which holds the results fired and not yet
+//     collected, then the gate is let go: no collection moves a result from the engine to the queue
+//     between the two.
+func (c *Checkpointer) capture() (engine, inputs, identities, queue Section) {
 	c.gate.Lock()
-	c.inputs.Mu.Lock()
-	inputs = c.inputs.AppendTo(nil)
-	c.inputs.Mu.Unlock()
-	if c.dedup != nil {
-		mark = c.dedup.Mark(c.engine.Watermark())
-	}
-	batches, seq = c.emitter.Checkpoint(func() {
-		c.snap = c.engine.Snapshot(c.snap[:0])
-		c.gate.Unlock()
+	inputs = c.inputs.Capture(func() {
+		identities = c.identities.Capture(func() {
+			queue = c.queue.Capture(func() {
+				engine = c.engine.Capture(c.gate.Unlock)
+			})
+		})
 	})
-	return inputs, mark, batches, seq
+	return engine, inputs, identities, queue
 }
 
-// encode makes a checkpoint (under mu), and returns it with the sequence number below which the
-// queued batches are in it. The engine's snapshot goes into a buffer kept from one checkpoint to the
-// next, so that encoding grows no buffer and leaves the collector little garbage; the checkpoint
-// itself is a new buffer, as a storage client may keep what it is given.
-func (c *Checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
-	fp := c.fingerprint
-	inputs, mark, batches, seq := c.capture()
-	var ids []byte
-	if mark != nil {
-		ids = mark.Directory()
-	}
-	instance := c.emitter.Instance()
-	size := len(Magic) + 1 + 6*binary.MaxVarintLen64 + len(fp) + len(instance) + len(c.snap) + len(inputs) + len(ids) + crc32.Size
-	for _, q := range batches {
-		size += 2*binary.MaxVarintLen64 + len(q.Raw)
+// encode makes a checkpoint (under mu), and returns it with the participants' sections, whose
+// storage operations go in the checkpoint's batch. The checkpoint is a new buffer, as a storage
+// client may keep what it is given.
+func (c *Checkpointer) encode() (data []byte, sections []Section) {
+	fp, instance := c.fingerprint, c.emitter.Instance()
+	engine, inputs, identities, queue := c.capture()
+	sections = []Section{engine, inputs, identities, queue}
+	prefixed := sections[:3] // the last, the queue, runs to the checksum
+	size := len(Magic) + 1 + 2*binary.MaxVarintLen64 + len(fp) + len(instance) + queue.Len() + crc32.Size
+	for _, sec := range prefixed {
+		size += binary.MaxVarintLen64 + sec.Len()
 	}
 	b := make([]byte, 0, size)
 	b = append(append(b, Magic...), Version)
@@ -280,22 +274,12 @@ func (c *Checkpointer) encode() (data []byte, seq uint64, mark *dedup.Mark) {
 	b = append(b, fp...)
 	b = binary.AppendUvarint(b, uint64(len(instance)))
 	b = append(b, instance...)
-	b = binary.AppendUvarint(b, uint64(len(c.snap)))
-	b = append(b, c.snap...)
-	b = binary.AppendUvarint(b, uint64(len(inputs)))
-	b = append(b, inputs...)
-	b = binary.AppendUvarint(b, uint64(len(ids)))
-	b = append(b, ids...)
-	b = binary.AppendUvarint(b, uint64(len(batches)))
-	for _, q := range batches {
-		b = binary.AppendUvarint(b, uint64(q.Input))
-		b = binary.AppendUvarint(b, uint64(len(q.Raw)))
-		b = append(b, q.Raw...)
+	for _, sec := range prefixed {
+		b = binary.AppendUvarint(b, uint64(sec.Len()))
+		b = sec.AppendTo(b)
 	}
-	if cap(c.snap) > 4*len(c.snap)+64<<10 { // after a peak of series: let the memory go
-		c.snap = nil
-	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, CRC32C)), seq, mark
+	b = queue.AppendTo(b)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, CRC32C)), sections
 }
 
 var (
@@ -303,6 +287,9 @@ var (
 	errCheckpointChecksum = errors.New("checkpoint is damaged: its checksum does not match")
 )
 
+// decode reads a checkpoint and puts it in place, whole or not at all: every participant's section
+// is read first, the engine's last (it is put in place as it is read), then the others are put in
+// place.
 func (c *Checkpointer) decode(ctx context.Context, b []byte) error {
 	if len(b) < len(Magic)+1 || string(b[:len(Magic)]) != Magic {
 		return errCheckpointCorrupt
@@ -316,113 +303,41 @@ func (c *Checkpointer) decode(ctx context.Context, b []byte) error {
 		return errCheckpointChecksum
 	}
 	b = b[len(Magic)+1 : n]
-	next := func() ([]byte, bool) {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || n > uint64(len(b)-w) {
-			return nil, false
+	var fields [5][]byte // fingerprint, instance, engine, inputs, identities
+	for i := range fields {
+		var ok bool
+		if fields[i], b, ok = next(b); !ok {
+			return errCheckpointCorrupt
 		}
-		v := b[w : w+int(n)]
-		b = b[w+int(n):]
-		return v, true
+		if i == 0 && string(fields[0]) != c.fingerprint {
+			return fmt.Errorf("checkpoint was taken with aggregations %q, now configured: %q", fields[0], c.fingerprint)
+		}
 	}
-	fp, ok := next()
-	if !ok {
-		return errCheckpointCorrupt
+	get := func(key string) ([]byte, bool) {
+		v, err := c.client.Get(ctx, key)
+		return v, err == nil && v != nil
 	}
-	if string(fp) != c.fingerprint {
-		return fmt.Errorf("checkpoint was taken with aggregations %q, now configured: %q", fp, c.fingerprint)
-	}
-	instance, ok := next()
-	if !ok {
-		return errCheckpointCorrupt
-	}
-	snap, ok := next()
-	if !ok {
-		return errCheckpointCorrupt
-	}
-	streams, ok := next()
-	if !ok {
-		return errCheckpointCorrupt
-	}
-	restoreInputs, err := c.inputs.Decode(streams)
-	if err != nil {
-		return err
-	}
-	ids, ok := next()
-	if !ok {
-		return errCheckpointCorrupt
-	}
-	restoreIDs, dropped, ofV6 := func() {}, 0, false
-	switch {
-	case c.dedup == nil || len(ids) == 0: // without dedup now, the identities are of no use
-	case version == VersionV6:
-		ofV6 = true
-	default:
-		dir, err := dedup.DecodeDirectory(ids)
+	var apply []func()
+	for _, p := range []struct {
+		Participant
+		data []byte
+	}{{c.inputs, fields[3]}, {c.identities, fields[4]}, {c.queue, b}, {c.engine, fields[2]}} {
+		put, err := p.Decode(ctx, Input{Data: p.data, Version: version, Get: get})
 		if err != nil {
 			return err
 		}
-		var sameWidth bool
-		restoreIDs, dropped, sameWidth, err = c.dedup.Restore(dir, func(idx int64) ([]byte, bool) {
-			part, err := c.client.Get(ctx, IDsKey(idx))
-			return part, err == nil && part != nil
-		})
-		if err != nil {
-			return err
-		}
-		if !sameWidth {
-			c.logger.Warn("The checkpoint's remembered identities were kept by another window slide; they are forgotten, and copies of records taken before the restart would count again",
-				zap.Int("forgotten", dropped))
-			dropped = 0
-		}
+		apply = append(apply, put)
 	}
-	nq, w := binary.Uvarint(b)
-	if w <= 0 || nq > uint64(len(b)) {
-		return errCheckpointCorrupt
-	}
-	b = b[w:]
-	var inputs []int
-	var batches []pmetric.Metrics
-	var u pmetric.ProtoUnmarshaler
-	for range nq {
-		input, w := binary.Uvarint(b)
-		if w <= 0 || input > uint64(c.maxInput) {
-			return errCheckpointCorrupt
-		}
-		b = b[w:]
-		raw, ok := next()
-		if !ok {
-			return errCheckpointCorrupt
-		}
-		md, err := u.UnmarshalMetrics(raw)
-		if err != nil {
-			return fmt.Errorf("checkpoint: queued results: %w", err)
-		}
-		inputs, batches = append(inputs, int(input)), append(batches, md)
-	}
-	if len(b) != 0 {
-		return errCheckpointCorrupt
-	}
-	if err := c.engine.Restore(snap); err != nil {
-		return err
-	}
-	restoreInputs()
-	restoreIDs()
-	if ofV6 {
-		c.logger.Warn("The checkpoint is of format version 6, whose remembered identities this version cannot match: its windows are restored, and copies of records taken before the restart would count again")
-	}
-	if dropped > 0 {
-		c.logger.Warn("The checkpoint remembers more record identities than dedup.max_ids; those past it are forgotten, and their copies would count again",
-			zap.Int("forgotten", dropped), zap.Int("max_ids", c.dedup.Max()))
-	}
-	if id := string(instance); id != "" && id != c.emitter.Instance() {
+	if id := string(fields[1]); id != "" && id != c.emitter.Instance() {
 		// The restored series go on under the id they were written with: another would make them new
 		// series in the backend, besides the old ones, until those go stale.
 		c.logger.Info("Window results go on under the service.instance.id of the checkpoint, not this collector's",
 			zap.String("checkpoint", id), zap.String("collector", c.emitter.Instance()))
 		c.emitter.SetInstance(id)
 	}
-	c.emitter.Restore(inputs, batches)
+	for _, put := range apply {
+		put()
+	}
 	return nil
 }
 
@@ -436,36 +351,30 @@ func (c *Checkpointer) Save(ctx context.Context) {
 	if c.client == nil && (c.ext == nil || !c.open(ctx)) {
 		return
 	}
-	data, seq, mark := c.encode()
-	em := c.emitter
+	data, sections := c.encode()
 	ops, size := []*storage.Operation{storage.SetOperation(Key, data)}, len(data)
-	if mark != nil {
-		for _, p := range mark.Parts() {
-			ops = append(ops, storage.SetOperation(IDsKey(p.Index), p.Data))
-			size += len(p.Data)
-		}
-		for _, idx := range mark.Stale() {
-			ops = append(ops, storage.DeleteOperation(IDsKey(idx)))
+	for _, sec := range sections {
+		for _, op := range sec.Ops() {
+			ops = append(ops, op)
+			size += len(op.Value)
 		}
 	}
 	err := c.client.Batch(ctx, ops...)
-	if mark != nil {
-		mark.Done(err == nil)
+	// Durable() says what the sections' Done wakes delivery to: failing is set before.
+	c.failing.Store(err != nil)
+	for _, sec := range sections {
+		sec.Done(err == nil)
 	}
 	if err != nil {
 		c.counted(ctx, "save_failed")
 		c.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
 		c.setHealth(fmt.Errorf("cannot save the window state checkpoint: %w", err))
 		c.setLast(Status{FailedAt: time.Now(), Err: err.Error()})
-		c.failing.Store(true)
-		em.WakeDelivery()
 		return
 	}
-	c.failing.Store(false)
 	c.setHealth(nil)
 	c.setLast(Status{SavedAt: time.Now(), Bytes: size})
 	c.counted(ctx, "saved")
-	em.Checkpointed(seq)
 }
 
 // Shutdown closes the storage client; no save opens it again.
