@@ -1,7 +1,6 @@
 package windowaggregator
 
 import (
-	"encoding/binary"
 	"time"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
@@ -57,7 +56,7 @@ func (s *shared) View(top int) view.ComponentView {
 		for _, sv := range srcs {
 			out := view.SourceView{Shared: sv.Shared, LastSeen: time.Unix(0, sv.LastHeard).UTC(), Idle: sv.Idle, HoldsBack: sv.HoldsBack}
 			if !sv.Shared {
-				out.Source = decodeSourceKey(keys, sv.Key)
+				out.Source = ingest.DecodeSourceKey(keys, sv.Key)
 			}
 			if sv.HasWatermark {
 				t := time.Unix(0, sv.Watermark).UTC()
@@ -111,18 +110,4 @@ func (s *shared) recordCounts(a *ingest.Aggregation) view.RecordCounts {
 	c := &s.ByAgg[a.Index]
 	return view.RecordCounts{OnTime: on, LateAccepted: late, LateRouted: c.Late[ingest.LateRouted].Load(), LateDropped: c.Late[ingest.LateDropped].Load(),
 		LatePassed: c.Late[ingest.LatePassed].Load(), Duplicate: c.Duplicate.Load(), Unmatched: c.Unmatched.Load()}
-}
-
-// decodeSourceKey reads a source key as setSource writes it: each per_source value, its length first.
-func decodeSourceKey(keys []string, b []byte) map[string]string {
-	out := make(map[string]string, len(keys))
-	for _, k := range keys {
-		n, m := binary.Uvarint(b)
-		if m <= 0 || uint64(len(b)-m) < n {
-			return out
-		}
-		out[k] = string(b[m : m+int(n)])
-		b = b[m+int(n):]
-	}
-	return out
 }

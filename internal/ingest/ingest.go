@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/binary"
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -330,26 +329,17 @@ func (run *ingestRun) lateReason(i int) (string, int64) {
 	return v.String(), run.b.Watermark()
 }
 
-// setSource names the source of the resource's records for the engine, by the values of the
-// watermark.per_source keys on the resource (a missing key counts as empty); the records of a source
-// past max_sources are counted as they are staged, until the next resource.
+// setSource names the source of the resource's records for the engine, by its source key
+// (sourcekey.go); the records of a source past max_sources are counted as they are staged, until the
+// next resource.
 func (run *ingestRun) setSource(resource pcommon.Map) {
 	run.endSource()
 	keys := run.c.PerSource
 	if len(keys) == 0 {
 		return
 	}
-	k := run.sc.sourceKey[:0]
-	for _, key := range keys {
-		var v string
-		if val, ok := resource.Get(key); ok {
-			v = val.AsString()
-		}
-		k = binary.AppendUvarint(k, uint64(len(v)))
-		k = append(k, v...)
-	}
-	run.sc.sourceKey = k
-	if run.b.SetSource(k) {
+	run.sc.sourceKey = AppendSourceKey(run.sc.sourceKey[:0], resource, keys)
+	if run.b.SetSource(run.sc.sourceKey) {
 		run.sharedFrom = len(run.sc.state)
 	}
 }
