@@ -100,47 +100,6 @@ func (s *shard) emit(se *series, start, end int64, late, inWindow bool) {
 	}
 }
 
-// windowMaxExemplar returns the exemplar with the greatest value of the window made of panes, the
-// first of equals.
-func windowMaxExemplar(panes []pane) (best exemplar.Exemplar, ok bool) {
-	for i := range panes {
-		if panes[i].ex == nil {
-			continue
-		}
-		if e, has := panes[i].ex.all.Max(); has && (!ok || e.Value > best.Value) {
-			best, ok = e, true
-		}
-	}
-	return best, ok
-}
-
-// windowSketch returns the sketch of the series' window ending at end, a first firing of a sliding
-// window: acc brought forward pane by pane (the pane that enters merged, the one that leaves
-// subtracted), or rebuilt from the panes when it cannot be.
-func (s *shard) windowSketch(se *series, end int64) *sketch.Histogram {
-	g := s.g
-	if se.acc == nil {
-		se.acc = newSketch()
-	}
-	ok := se.accOK && end >= se.accEnd && end-se.accEnd < g.size && se.acc.Scale() == sketch.DefaultScale
-	for e := se.accEnd + g.slide; ok && e <= end; e += g.slide {
-		if p := se.paneAt(e - g.slide); p != nil {
-			se.acc.Merge(p.hist)
-		}
-		if p := se.paneAt(e - g.slide - g.size); p != nil && !se.acc.Subtract(p.hist) {
-			ok = false
-		}
-	}
-	if !ok {
-		se.acc.Reset()
-		for i := se.firstPaneFrom(end - g.size); i < len(se.panes) && se.panes[i].start < end; i++ {
-			se.acc.Merge(se.panes[i].hist)
-		}
-	}
-	se.accEnd, se.accOK = end, true
-	return se.acc
-}
-
 // fillPoint sets r's point for the window of the series ending at e: the slide that ends there (for a
 // late firing, its late records alone), what is folded, and with cumulative output the totals so far.
 func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
@@ -351,4 +310,45 @@ func (s *shard) drain(aggs []bool) {
 		s.flushSeries(se, s.applied, maxTime)
 		s.release(se) // flushSeries at maxTime dropped every pane; the last series moved into slot i
 	}
+}
+
+// windowSketch returns the sketch of the series' window ending at end, a first firing of a sliding
+// window: acc brought forward pane by pane (the pane that enters merged, the one that leaves
+// subtracted), or rebuilt from the panes when it cannot be.
+func (s *shard) windowSketch(se *series, end int64) *sketch.Histogram {
+	g := s.g
+	if se.acc == nil {
+		se.acc = newSketch()
+	}
+	ok := se.accOK && end >= se.accEnd && end-se.accEnd < g.size && se.acc.Scale() == sketch.DefaultScale
+	for e := se.accEnd + g.slide; ok && e <= end; e += g.slide {
+		if p := se.paneAt(e - g.slide); p != nil {
+			se.acc.Merge(p.hist)
+		}
+		if p := se.paneAt(e - g.slide - g.size); p != nil && !se.acc.Subtract(p.hist) {
+			ok = false
+		}
+	}
+	if !ok {
+		se.acc.Reset()
+		for i := se.firstPaneFrom(end - g.size); i < len(se.panes) && se.panes[i].start < end; i++ {
+			se.acc.Merge(se.panes[i].hist)
+		}
+	}
+	se.accEnd, se.accOK = end, true
+	return se.acc
+}
+
+// windowMaxExemplar returns the exemplar with the greatest value of the window made of panes, the
+// first of equals.
+func windowMaxExemplar(panes []pane) (best exemplar.Exemplar, ok bool) {
+	for i := range panes {
+		if panes[i].ex == nil {
+			continue
+		}
+		if e, has := panes[i].ex.all.Max(); has && (!ok || e.Value > best.Value) {
+			best, ok = e, true
+		}
+	}
+	return best, ok
 }

@@ -272,16 +272,6 @@ func (s *series) foldLate(it *item, start int64, a *Aggregation) {
 	}
 }
 
-// foldExemplar adds a late record's exemplar to what the series' next point carries, in a reservoir
-// of k.
-func (s *series) foldExemplar(ex *exemplar.Exemplar, k int) {
-	ac := s.accrualOf()
-	if ac.foldEx == nil {
-		ac.foldEx = exemplar.New(k)
-	}
-	ac.foldEx.Offer(*ex)
-}
-
 // lastDataEnd returns the end of the newest slide that held a record of the series.
 func (s *series) lastDataEnd(g *windowing) int64 {
 	end := minTime
@@ -311,4 +301,14 @@ func (s *series) ended(w int64, g *windowing) bool {
 		return false
 	}
 	return !g.cumulative || w >= maxTime || g.paneStart(w)+g.slide >= s.lastDataEnd(g)+g.expiration
+}
+
+// foldExemplar adds a late record's exemplar to what the series' next point carries, in a reservoir
+// of k.
+func (s *series) foldExemplar(ex *exemplar.Exemplar, k int) {
+	ac := s.accrualOf()
+	if ac.foldEx == nil {
+		ac.foldEx = exemplar.New(k)
+	}
+	ac.foldEx.Offer(*ex)
 }

@@ -213,7 +213,7 @@ func (s *shard) addLate(se *series, start int64, it *item) {
 	p.addLate(it)
 	if a.Bounds != nil && (it.hasValue || it.dist != nil && it.dist.Buckets != nil) {
 		if p.deltaCounts == nil {
-			p.deltaCounts = s.pool.getCounts(a.buckets())
+			p.deltaCounts = s.pool.counts.get(a.buckets())
 		}
 		countItem(p.deltaCounts, a.Bounds, it)
 	}

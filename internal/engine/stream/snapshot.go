@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/exemplar"
-	"github.com/windowaggregator/windowaggregator/internal/engine/sketch"
 )
 
 // The snapshot format: magic, version, then the configuration it was taken under (a snapshot only
@@ -110,21 +109,6 @@ func (e *Engine) encodeConfig(enc *encoder) {
 	}
 }
 
-func encodeTotals(enc *encoder, t *totals) {
-	enc.uvarint(t.count)
-	enc.uvarint(t.valueCount)
-	enc.float(t.sum)
-	enc.float(t.min)
-	enc.float(t.max)
-}
-
-func encodeSketch(enc *encoder, h *sketch.Histogram) {
-	enc.bool(h != nil)
-	if h != nil {
-		enc.b = h.AppendBinary(enc.b)
-	}
-}
-
 func encodeSeries(enc *encoder, se *series) {
 	enc.uvarint(uint64(se.agg))
 	enc.bool(se.overflow)
@@ -161,22 +145,6 @@ func encodeSeries(enc *encoder, se *series) {
 	enc.varint(ac.lastEnd)
 	enc.bool(ac.started)
 	encodeReservoir(enc, ac.foldEx)
-}
-
-// encodeReservoir writes exemplars that may be absent (nil).
-func encodeReservoir(enc *encoder, r *exemplar.Reservoir) {
-	enc.bool(r != nil)
-	if r != nil {
-		enc.b = r.AppendBinary(enc.b)
-	}
-}
-
-// encodeCounts writes explicit bucket counts; nil and empty are both written as none.
-func encodeCounts(enc *encoder, c []uint64) {
-	enc.uvarint(uint64(len(c)))
-	for _, v := range c {
-		enc.uvarint(v)
-	}
 }
 
 func encodeResult(enc *encoder, r *Result) {
@@ -358,58 +326,6 @@ func (e *Engine) checkConfig(d *decoder) error {
 	return d.err
 }
 
-// decodeCounts reads explicit bucket counts: n of them, or none when allowNone; any other number is
-// corrupt.
-func decodeCounts(d *decoder, n int, allowNone bool) []uint64 {
-	k := d.count(1)
-	if d.err != nil || (k == 0 && allowNone) {
-		return nil
-	}
-	if k != n {
-		d.fail()
-		return nil
-	}
-	c := make([]uint64, n)
-	for i := range c {
-		c[i] = d.uvarint()
-	}
-	return c
-}
-
-func decodeTotals(d *decoder, t *totals) {
-	t.count, t.valueCount = d.uvarint(), d.uvarint()
-	t.sum, t.min, t.max = d.float(), d.float(), d.float()
-	if t.valueCount > t.count {
-		d.fail()
-	}
-}
-
-// decodeSketch reads a sketch if one is present and wanted; one present but not wanted, or wanted
-// but absent, is corrupt.
-func decodeSketch(d *decoder, want bool) *sketch.Histogram {
-	present := d.bool()
-	if d.err != nil || present != want {
-		d.fail()
-		return nil
-	}
-	if !present {
-		return nil
-	}
-	return readSketch(d)
-}
-
-// readSketch reads one sketch's encoding.
-func readSketch(d *decoder) *sketch.Histogram {
-	h := newSketch()
-	n, err := h.UnmarshalBinary(d.b)
-	if err != nil {
-		d.fail()
-		return nil
-	}
-	d.b = d.b[n:]
-	return h
-}
-
 func (e *Engine) decodeSeries(d *decoder) *series {
 	se := &series{agg: int32(d.index(len(e.aggs)))}
 	se.overflow = d.bool()
@@ -470,19 +386,6 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 	return se
 }
 
-// decodeOptionalSketch reads a sketch that may be absent, and must be when not allowed.
-func decodeOptionalSketch(d *decoder, allowed bool) *sketch.Histogram {
-	present := d.bool()
-	if d.err != nil || !present {
-		return nil
-	}
-	if !allowed {
-		d.fail()
-		return nil
-	}
-	return readSketch(d)
-}
-
 func (e *Engine) decodeResult(d *decoder, r *Result) {
 	r.Agg = d.index(len(e.aggs))
 	r.Key = d.bytes()
@@ -536,26 +439,5 @@ func (e *Engine) decodeResult(d *decoder, r *Result) {
 	}
 	if pt.ValueCount > pt.Count {
 		d.fail()
-	}
-}
-
-// decodeExemplars reads exemplars that AppendBinary wrote into dst, which keeps what a reservoir of its
-// size would have kept of them; a nil dst drops them. They are read into d's scratch reservoir first,
-// which holds any number up to MaxExemplars.
-func decodeExemplars(d *decoder, dst *exemplar.Reservoir) {
-	if d.err != nil {
-		return
-	}
-	if d.exemplars == nil {
-		d.exemplars = exemplar.New(MaxExemplars)
-	}
-	rest, err := d.exemplars.Decode(d.b)
-	if err != nil {
-		d.fail()
-		return
-	}
-	d.b = rest
-	if dst != nil {
-		dst.Merge(d.exemplars)
 	}
 }
