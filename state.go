@@ -39,7 +39,6 @@ type shared struct {
 	cfg    *Config
 	logger *zap.Logger
 
-	tel     *telemetry
 	emitter *delivery.Emitter
 	storage *checkpoint.Checkpointer
 	// dedup holds the identities of the records aggregated (nil: dedup.enabled is false)
@@ -48,12 +47,6 @@ type shared struct {
 	health health
 	// watch keeps the last values of the series an operator asks the view about
 	watch view.Watch
-
-	// OTTL errors not yet logged, and when they last were (see reportOTTL)
-	ottlLogMu    sync.Mutex
-	ottlUnlogged int64
-	ottlLast     ingest.OTTLFailure
-	ottlLoggedAt time.Time
 
 	mu        sync.Mutex
 	instances int // created and not yet shut down
@@ -144,7 +137,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	for i, a := range s.Aggs {
 		names[i] = a.Name
 	}
-	if s.tel, err = newTelemetry(set, names); err != nil {
+	if s.Reporter.Tel, err = ingest.NewTelemetry(set, names); err != nil {
 		return nil, err
 	}
 	points := make([]bool, len(s.Aggs))
@@ -165,7 +158,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	}
 	s.emitter = delivery.New(delivery.Config{Interval: cfg.Emit.Interval, MaxPendingPoints: cfg.Emit.MaxPendingPoints,
 		MaxPointsPerSend: cfg.Emit.MaxPointsPerSend, Temporality: t, Version: moduleVersion(), Inputs: ingest.NumInputs},
-		described, s.Engine, s.tel.TelemetryBuilder, s.logger)
+		described, s.Engine, s.Reporter.Tel.TelemetryBuilder, s.logger)
 	// The collector's, until a restored checkpoint says another (see checkpoint.Checkpointer.Restore).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
@@ -182,13 +175,15 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		s.storage = checkpoint.New(checkpoint.Options{ID: id, Storage: *cfg.Storage, Fingerprint: stateFingerprint(cfg),
 			Gated: gated, MaxInput: ingest.InputAny, Logger: s.logger,
 			Counted: func(ctx context.Context, reason string) {
-				s.tel.WindowAggregatorCheckpoints.Add(ctx, 1, reasonAttr(reason))
+				s.Reporter.Tel.WindowAggregatorCheckpoints.Add(ctx, 1, ingest.ReasonAttr(reason))
 			},
 			SetHealth: func(err error) { s.health.set(checkpointConcern, err) },
 			Engine:    s.Engine, Inputs: s.Inputs, Dedup: s.dedup, Emitter: s.emitter})
 		s.emitter.SetDurability(s.storage)
 	}
-	s.Core.Gate, s.Core.Poke, s.Core.Reporter = s.storage, s.emitter.Poke, s
+	s.Core.Gate, s.Core.Poke = s.storage, s.emitter.Poke
+	s.Reporter.Logger, s.Reporter.Names = s.logger, names
+	s.Reporter.LogOTTLErrors = cfg.ErrorMode == ottl.IgnoreError || cfg.ErrorMode == ""
 	s.Core.PerSource, s.Core.Propagate = cfg.Watermark.PerSource, cfg.ErrorMode == ottl.PropagateError
 	s.Core.SeriesExpiration, s.Core.DropAggregatedInput = int64(cfg.SeriesExpiration), cfg.DropAggregatedInput
 	return s, nil
@@ -198,8 +193,8 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 // callback for all of them, so that the engine's Stats are read once per collection (the builder's
 // Register...Callback would register one callback, and read Stats once, per instrument).
 func (s *shared) observe() error {
-	t := s.tel
-	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	t := s.Reporter.Tel
+	reg, err := t.Meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := s.Engine.Stats()
 		o.ObserveInt64(t.WindowAggregatorWindowsFired, int64(st.WindowsFired))
 		o.ObserveInt64(t.WindowAggregatorLateFirings, int64(st.LateFirings))
@@ -217,7 +212,7 @@ func (s *shared) observe() error {
 			}
 		}
 		if st.Watermark != stream.NoWatermark {
-			o.ObserveFloat64(t.WindowAggregatorWatermarkLag, float64(s.Engine.Now()-st.Watermark)/1e9, heldByOptions[st.HeldBy])
+			o.ObserveFloat64(t.WindowAggregatorWatermarkLag, float64(s.Engine.Now()-st.Watermark)/1e9, ingest.HeldByOptions[st.HeldBy])
 		}
 		if len(s.cfg.Watermark.PerSource) > 0 {
 			o.ObserveInt64(t.WindowAggregatorWatermarkSources, int64(st.Sources))
@@ -228,7 +223,7 @@ func (s *shared) observe() error {
 		}
 		return nil
 	}, t.WindowAggregatorDedupIdentities, t.WindowAggregatorActiveSeries, t.WindowAggregatorOverflowSeries, t.WindowAggregatorWatermarkLag, t.WindowAggregatorPendingPoints, t.WindowAggregatorWindowsFired, t.WindowAggregatorLateFirings, t.WindowAggregatorOverflowRecords, t.WindowAggregatorWatermarkSources, t.WindowAggregatorInputStreams)
-	t.registration = reg
+	t.Registration = reg
 	return err
 }
 
@@ -433,7 +428,7 @@ func (s *shared) release(ctx context.Context) error {
 		// and is counted as dropped if no output is left to take it.
 		s.emitter.FireAll(ctx)
 	}
-	s.tel.shutdown()
+	s.Reporter.Tel.Shutdown()
 	return err
 }
 

@@ -5,8 +5,8 @@
 // late records are copied for the late pipeline, and the call reports its tally.
 //
 // The component hands it a Core (the engine, the compiled aggregations, the ingest gate, the metric
-// inputs, the identities, and a Reporter and a poke for what a call reports and fires); the component's
-// instances call Traces, Logs or Metrics with a batch.
+// inputs, the identities, the counters a call reports to, and a poke for what fires); the
+// component's instances call Traces, Logs or Metrics with a batch.
 //
 // Files, each referring only to those after it (`go run ./scripts/structure -all internal/ingest`):
 //
@@ -21,5 +21,6 @@
 //	record.go                       the record view
 //	aggcounts.go                    records by outcome per aggregation, for the operator's view
 //	weight.go, streamidentity.go    a record's weight; a metric point's input stream identity
+//	report.go, telemetry.go         what a call reports: the counters, the OTTL error log
 //	late.go                         late records marked for the late pipeline; the late actions
 package ingest

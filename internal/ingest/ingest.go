@@ -403,9 +403,9 @@ func (run *ingestRun) finish(ctx context.Context, action Action) error {
 	run.ungate()
 	countByAggregation(c.ByAgg, run.b, run.sc.byAgg, action)
 	run.b.End()
-	c.Reporter.Report(ctx, &run.tl, run.input, action)
+	c.Reporter.report(ctx, &run.tl, run.input, action)
 	if len(run.sc.ottl.failures) > 0 {
-		c.Reporter.ReportOTTL(ctx, run.sc.ottl.failures)
+		c.Reporter.reportOTTL(ctx, run.sc.ottl.failures)
 	}
 	run.sc.release() // run is part of the scratch: not to be read after this
 	if c.Engine.Due(now) {
@@ -438,7 +438,7 @@ type Core struct {
 	// SeriesExpiration is series_expiration in ns; DropAggregatedInput drop_aggregated_input
 	SeriesExpiration    int64
 	DropAggregatedInput bool
-	// Reporter takes what a call reports
+	// Reporter is where a call reports
 	Reporter Reporter
 	// Poke asks for what fired to be collected and sent
 	Poke func()
@@ -449,23 +449,4 @@ type Core struct {
 type Gate interface {
 	Enter(input int) bool
 	Leave()
-}
-
-// Reporter takes what an ingest call reports once its records are applied.
-type Reporter interface {
-	Report(ctx context.Context, t *Tally, input int, action Action)
-	ReportOTTL(ctx context.Context, fs []OTTLFailure)
-	ReportPoints(ctx context.Context, tally []metricinput.Tally)
-}
-
-// Tally counts one batch's outcomes, so that the counters are touched once per batch.
-type Tally struct {
-	Aggregated, LateUpdated, Unmatched int64
-	Truncated                          int64
-	AheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
-	SharedSource                       int64              // records of sources past max_sources
-	Late                               [NumVerdicts]int64 // by verdict: expired, future, invalid
-	Duplicates, DedupOverflow          int64
-	Values                             [values.NumReasons]int64
-	Weights                            [NumWeightReasons]int64
 }

@@ -44,7 +44,7 @@ func Metrics(c *Core, ctx context.Context, md pmetric.Metrics, action Action) (l
 	if action == LatePassed && c.DropAggregatedInput {
 		removeTaken(md, sa, run.sc.state)
 	}
-	c.Reporter.ReportPoints(ctx, rd.adds.Tally)
+	c.Reporter.reportPoints(ctx, rd.adds.Tally)
 	return late, false, run.finish(ctx, action)
 }
 
