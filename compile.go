@@ -118,6 +118,6 @@ func compileAggregation(index int, a AggregationConfig, parsers *ingest.OTTLPars
 		c.Exemplars = 1 // the max gauge's alone
 	}
 	c.Point = metricinput.Target{Index: c.Index, Histogram: c.Histogram, Quantiles: len(c.Quantiles) > 0, Bounds: c.Bounds,
-		Sketch: len(c.Quantiles) > 0 || c.Bounds == nil && c.Histogram}
+		Sketch: c.EngineAggregation(0).KeepsSketch()}
 	return c, nil
 }

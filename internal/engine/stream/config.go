@@ -53,7 +53,9 @@ type Aggregation struct {
 	Exemplars int
 }
 
-func (a Aggregation) keepsSketch() bool { return a.Histogram || len(a.Quantiles) > 0 }
+// KeepsSketch reports whether the aggregation keeps a sketch of its values: for its exponential
+// histogram or its percentiles.
+func (a Aggregation) KeepsSketch() bool { return a.Histogram || len(a.Quantiles) > 0 }
 
 // MaxExemplars bounds Aggregation.Exemplars.
 const MaxExemplars = 1000

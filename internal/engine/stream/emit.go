@@ -46,7 +46,7 @@ func (s *shard) emit(se *series, start, end int64, late, inWindow bool) {
 		s.windowsFired++
 	}
 	var h *sketch.Histogram // the whole window's values
-	if a.keepsSketch() {
+	if a.KeepsSketch() {
 		switch {
 		case n == 1:
 			h = se.panes[first].hist

@@ -411,7 +411,7 @@ func distOf(a *Aggregation, r *refRec) *Distribution {
 			d.Buckets[bucketOf(a.Bounds, v)]++
 		}
 	}
-	if a.keepsSketch() {
+	if a.KeepsSketch() {
 		src := newSketch()
 		for _, v := range r.dist {
 			src.Insert(v)

@@ -68,7 +68,7 @@ type paneMaker struct {
 // the output mode of g.
 func newPane(start int64, a *Aggregation, g *windowing, sp *sketchPool) pane {
 	p := pane{start: start}
-	if a.keepsSketch() {
+	if a.KeepsSketch() {
 		p.hist = sp.sketches.get()
 	}
 	if a.Histogram && !g.fold {

@@ -340,7 +340,7 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 		p := pane{start: d.varint()}
 		decodeTotals(d, &p.total)
 		decodeTotals(d, &p.delta)
-		p.hist = decodeSketch(d, a.keepsSketch())
+		p.hist = decodeSketch(d, a.KeepsSketch())
 		p.deltaHist = decodeSketch(d, a.Histogram && !e.g.fold)
 		p.counts = decodeCounts(d, nb, a.Bounds == nil)
 		p.deltaCounts = decodeCounts(d, nb, true)
