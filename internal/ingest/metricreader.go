@@ -132,17 +132,13 @@ func (rd *metricReader) identity() (dedup.ID, bool) {
 	return dedup.Point(rd.streamKey(), rd.kindID, start, t), true
 }
 
-// times returns the point's start time and time.
+// times returns the point's start time and time, a summary's among them.
 func (rd *metricReader) times() (start, t uint64) {
-	switch rd.p.Kind {
-	case metricinput.KindHistogram:
-		return uint64(rd.p.Hist.StartTimestamp()), uint64(rd.p.Hist.Timestamp())
-	case metricinput.KindExponential:
-		return uint64(rd.p.Exp.StartTimestamp()), uint64(rd.p.Exp.Timestamp())
-	case metricinput.KindSummary:
+	if rd.p.Kind == metricinput.KindSummary {
 		return uint64(rd.summary.StartTimestamp()), uint64(rd.summary.Timestamp())
 	}
-	return uint64(rd.p.Num.StartTimestamp()), uint64(rd.p.Num.Timestamp())
+	pt, start := rd.p.Times()
+	return start, uint64(pt)
 }
 
 func (rd *metricReader) ottlContext() any {

@@ -53,8 +53,8 @@ func KindOf(m pmetric.Metric) (kind Kind, cumulative bool) {
 	return KindNone, false
 }
 
-// times returns the point's Timestamp and StartTimestamp.
-func (p *Point) times() (t int64, start uint64) {
+// Times returns the point's Timestamp and StartTimestamp.
+func (p *Point) Times() (t int64, start uint64) {
 	switch p.Kind {
 	case KindHistogram:
 		return int64(p.Hist.Timestamp()), uint64(p.Hist.StartTimestamp())
@@ -287,7 +287,7 @@ func IncreaseOf(dp pmetric.NumberDataPoint) (float64, values.Reason) {
 // a point out of order), else Aggregated; fresh says the stream is new, and whole that it began
 // while the component watched, so that its first point counts whole.
 func judge(p *Point, a *Target, in *Inputs) (j judged, stop Outcome) {
-	j.t, j.start = p.times()
+	j.t, j.start = p.Times()
 	j.st, j.fresh = in.Stream(a.Index, p.StreamKey())
 	switch {
 	case j.st == nil:
