@@ -57,7 +57,7 @@ func TestCheckpointsDuringConcurrentIngest(t *testing.T) {
 		if err := fresh.storage.Restore(context.Background(), st, cp); err != nil { // the identities' parts are read from the storage
 			t.Fatalf("checkpoint %d (%d bytes): %v", n, len(cp), err)
 		}
-		fresh.Reporter.Tel.Shutdown()
+		fresh.Reporter.Telemetry.Shutdown()
 		if n%20 == 0 {
 			t.Logf("checkpoint %d: %d bytes", n, len(cp))
 		}

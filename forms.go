@@ -37,7 +37,7 @@ func (p tracesProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces) er
 }
 
 var tracesForms = &signalForms[ptrace.Traces, consumer.Traces, connector.Traces, processor.Traces]{
-	input: ingest.InputSpans, ingest: ingest.Traces,
+	input: ingest.InputSpans, ingest: (*ingest.Core).Traces,
 	consumeOf: func(next consumer.Traces) func(context.Context, ptrace.Traces) error { return next.ConsumeTraces },
 	toMetrics: func(c *toMetrics[ptrace.Traces]) connector.Traces { return tracesToMetrics{c} },
 	routing:   func(c *onward[ptrace.Traces]) connector.Traces { return tracesToTraces{c} },
@@ -64,7 +64,7 @@ func (p logsProcessor) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 }
 
 var logsForms = &signalForms[plog.Logs, consumer.Logs, connector.Logs, processor.Logs]{
-	input: ingest.InputLogs, ingest: ingest.Logs,
+	input: ingest.InputLogs, ingest: (*ingest.Core).Logs,
 	consumeOf: func(next consumer.Logs) func(context.Context, plog.Logs) error { return next.ConsumeLogs },
 	toMetrics: func(c *toMetrics[plog.Logs]) connector.Logs { return logsToMetrics{c} },
 	routing:   func(c *onward[plog.Logs]) connector.Logs { return logsToLogs{c} },
@@ -99,7 +99,7 @@ func (p metricsProcessor) Capabilities() consumer.Capabilities {
 }
 
 var metricsForms = &signalForms[pmetric.Metrics, consumer.Metrics, connector.Metrics, processor.Metrics]{
-	input: ingest.InputMetrics, ingest: ingest.Metrics,
+	input: ingest.InputMetrics, ingest: (*ingest.Core).Metrics,
 	consumeOf: func(next consumer.Metrics) func(context.Context, pmetric.Metrics) error { return next.ConsumeMetrics },
 	toMetrics: func(c *toMetrics[pmetric.Metrics]) connector.Metrics { return metricsToMetrics{c} },
 	passing:   func(p *onward[pmetric.Metrics]) processor.Metrics { return metricsProcessor{p} },

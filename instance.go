@@ -52,10 +52,10 @@ func (in *instance) Shutdown(ctx context.Context) error {
 
 func (in *instance) Capabilities() consumer.Capabilities { return connectorCapabilities }
 
-// ingestFunc aggregates a batch of a signal's records, its late ones as action says; with lateRouted
+// ingestFunc aggregates a batch of a signal's records, its late ones as action says; with ingest.LateRouted
 // it returns a copy of the late ones, and routed true, when some are late. err is an OTTL error with
 // error_mode propagate: the records are aggregated all the same, and the batch is to be refused.
-type ingestFunc[B any] func(c *ingest.Core, ctx context.Context, b B, action ingest.Action) (late B, routed bool, err error)
+type ingestFunc[B any] func(c *ingest.Core, ctx context.Context, b B, action ingest.LateAction) (late B, routed bool, err error)
 
 // toMetrics is a connector's B->metrics instance. It aggregates a batch unless a B->B instance exists,
 // which the collector hands the same batches and which routes the late records besides.
@@ -96,7 +96,7 @@ func (c *onward[B]) pass(ctx context.Context, b B) error {
 	return c.next(ctx, b)
 }
 
-func lateActionFor(cfg *Config, routed bool) ingest.Action {
+func lateActionFor(cfg *Config, routed bool) ingest.LateAction {
 	if routed && cfg.LateData.Action != actionDrop {
 		return ingest.LateRouted
 	}

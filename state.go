@@ -33,7 +33,7 @@ import (
 // one watermark, one emitter. It is created with the first instance, started with the first Start,
 // and torn down when the last instance shuts down.
 type shared struct {
-	// core is what the ingest path reads
+	// Core is what the ingest path reads (internal/ingest)
 	ingest.Core
 	id     component.ID
 	cfg    *Config
@@ -137,7 +137,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	for i, a := range s.Aggs {
 		names[i] = a.Name
 	}
-	if s.Reporter.Tel, err = ingest.NewTelemetry(set, names); err != nil {
+	if s.Reporter.Telemetry, err = ingest.NewTelemetry(set, names); err != nil {
 		return nil, err
 	}
 	points := make([]bool, len(s.Aggs))
@@ -158,7 +158,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	}
 	s.emitter = delivery.New(delivery.Config{Interval: cfg.Emit.Interval, MaxPendingPoints: cfg.Emit.MaxPendingPoints,
 		MaxPointsPerSend: cfg.Emit.MaxPointsPerSend, Temporality: t, Version: moduleVersion(), Inputs: ingest.NumInputs},
-		described, s.Engine, s.Reporter.Tel.TelemetryBuilder, s.logger)
+		described, s.Engine, s.Reporter.Telemetry.TelemetryBuilder, s.logger)
 	// The collector's, until a restored checkpoint says another (see checkpoint.Checkpointer.Restore).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
@@ -175,12 +175,13 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		s.storage = checkpoint.New(checkpoint.Options{ID: id, Storage: *cfg.Storage, Fingerprint: stateFingerprint(cfg),
 			Gated: gated, MaxInput: ingest.InputAny, Logger: s.logger,
 			Counted: func(ctx context.Context, reason string) {
-				s.Reporter.Tel.WindowAggregatorCheckpoints.Add(ctx, 1, ingest.ReasonAttr(reason))
+				s.Reporter.Telemetry.WindowAggregatorCheckpoints.Add(ctx, 1, ingest.ReasonAttr(reason))
 			},
 			SetHealth: func(err error) { s.health.set(checkpointConcern, err) },
 			Engine:    s.Engine, Inputs: s.Inputs, Dedup: s.dedup, Emitter: s.emitter})
 		s.emitter.SetDurability(s.storage)
 	}
+	// Without storage the gate is a nil *checkpoint.Checkpointer, whose Enter takes nothing.
 	s.Core.Gate, s.Core.Poke = s.storage, s.emitter.Poke
 	s.Reporter.Logger, s.Reporter.Names = s.logger, names
 	s.Reporter.LogOTTLErrors = cfg.ErrorMode == ottl.IgnoreError || cfg.ErrorMode == ""
@@ -193,7 +194,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 // callback for all of them, so that the engine's Stats are read once per collection (the builder's
 // Register...Callback would register one callback, and read Stats once, per instrument).
 func (s *shared) observe() error {
-	t := s.Reporter.Tel
+	t := s.Reporter.Telemetry
 	reg, err := t.Meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := s.Engine.Stats()
 		o.ObserveInt64(t.WindowAggregatorWindowsFired, int64(st.WindowsFired))
@@ -428,7 +429,7 @@ func (s *shared) release(ctx context.Context) error {
 		// and is counted as dropped if no output is left to take it.
 		s.emitter.FireAll(ctx)
 	}
-	s.Reporter.Tel.Shutdown()
+	s.Reporter.Telemetry.Shutdown()
 	return err
 }
 

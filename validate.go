@@ -160,7 +160,7 @@ func (v *aggregationCheck) bad(sub, format string, args ...any) {
 // parse checks that OTTL expression expr parses for the signal, as what says (condition, value), and
 // keeps what it parsed for the component (see Config.parsers).
 func (v *aggregationCheck) parse(sub, expr string, what func(ingest.OTTLParser, string) error) {
-	if v.parser == nil && v.sg.Ottl != nil {
+	if v.parser == nil && v.sg.OTTL != nil {
 		var err error
 		if v.parser, err = v.parsers.Parser(v.sg.Name, v.sg.NewParser); err != nil {
 			v.bad(sub, "%v", err)

@@ -325,21 +325,21 @@ func (c *Checkpointer) Save(ctx context.Context) {
 		}
 	}
 	err := c.client.Batch(ctx, ops...)
-	// Durable() says what the sections' Done wakes delivery to: failing is set before.
-	c.failing.Store(err != nil)
-	for _, sec := range sections {
-		sec.Done(err == nil)
-	}
 	if err != nil {
 		c.counted(ctx, "save_failed")
 		c.logger.Error("Cannot save the window state checkpoint; delivering results without one until a save succeeds", zap.Error(err))
 		c.setHealth(fmt.Errorf("cannot save the window state checkpoint: %w", err))
 		c.setLast(Status{FailedAt: time.Now(), Err: err.Error()})
-		return
+	} else {
+		c.setHealth(nil)
+		c.setLast(Status{SavedAt: time.Now(), Bytes: size})
+		c.counted(ctx, "saved")
 	}
-	c.setHealth(nil)
-	c.setLast(Status{SavedAt: time.Now(), Bytes: size})
-	c.counted(ctx, "saved")
+	// What the sections' Done wakes delivery to reads Durable(): failing is set first.
+	c.failing.Store(err != nil)
+	for _, sec := range sections {
+		sec.Done(err == nil)
+	}
 }
 
 // Shutdown closes the storage client; no save opens it again.

@@ -25,7 +25,7 @@ type AggregationCounts struct {
 
 // countByAggregation adds a call's counts to each aggregation's (byAgg), with its expired records,
 // which batch b has judged, under the call's late action.
-func countByAggregation(byAgg []AggregationCounts, b *stream.Batch, t []aggregationTally, action Action) {
+func countByAggregation(byAgg []AggregationCounts, b *stream.Batch, t []aggregationTally, action LateAction) {
 	for i := range t {
 		c := &byAgg[i]
 		if n := t[i].unmatched; n > 0 {

@@ -19,11 +19,11 @@ type Aggregation struct {
 	Where   []Condition
 	GroupBy []KeyRef
 	// Computed: some of what it reads is computed (OTTL) or defaulted, and takes the general path
-	// (ingestRun.readComputed); the others read as plain aggregations always have. computedKeys
+	// (ingestRun.readComputed); the others read as plain aggregations always have. ComputedKeys
 	// are then the group_by keys' expressions and defaults, by position.
 	Computed     bool
 	ComputedKeys []ComputedKey
-	// Conditions are where.conditions: any one true selects a record; valueExpr is value: {ottl}
+	// Conditions are where.conditions: any one true selects a record; ValueExpr is value: {ottl}
 	Conditions []OTTLCondition
 	ValueExpr  OTTLValue
 	// MetricNames are where.metric_names, for metrics; input is what it keeps of its input (see
@@ -34,13 +34,13 @@ type Aggregation struct {
 	// it does not group by that key)
 	StampsInstance bool
 	// value
-	Duration  bool    // the span duration, divided by unitScale
+	Duration  bool    // the span duration, divided by UnitScale
 	UnitScale float64 // nanoseconds per unit
 	Unit      string
 	ValueKey  KeyRef // the numeric attribute, when not duration
 	HasValue  bool
 	Weight    weightKind
-	WeightKey KeyRef             // the weight attribute, with weighAttribute
+	WeightKey KeyRef             // the weight attribute, with WeighAttribute
 	Outputs   []delivery.Emitted // in table order
 	Histogram bool               // one of them is the histogram
 	Quantiles []float64
@@ -54,14 +54,14 @@ type Aggregation struct {
 
 // KeyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), or an
 // attribute. (A group_by key computed by OTTL, or with a default, has those in the aggregation's
-// computedKey, by position.)
+// ComputedKey, by position.)
 type KeyRef struct {
 	Name  string
 	Field int // index in the signal's fields; -1: an attribute
 }
 
-// ComputedKey is what a group_by key adds to keyRef: an OTTL expression that computes its value
-// (nil: read as keyRef says), and its value for a record that lacks it (with hasDef).
+// ComputedKey is what a group_by key adds to KeyRef: an OTTL expression that computes its value
+// (nil: read as KeyRef says), and its value for a record that lacks it (with HasDef).
 type ComputedKey struct {
 	Expr   OTTLValue
 	Def    pcommon.Value

@@ -84,5 +84,5 @@ func (d *dedupStage) reset() {
 }
 
 // LogKey is the set of the parts of a log record that identify it (dedup.logs.key), a bit per index
-// of the parts (logPartTime, ...).
+// of the parts, in the order of the configuration's LogPart values.
 type LogKey uint16

@@ -6,7 +6,7 @@
 //
 // The component hands it a Core (the engine, the compiled aggregations, the ingest gate, the metric
 // inputs, the identities, the counters a call reports to, and a poke for what fires); the
-// component's instances call Traces, Logs or Metrics with a batch.
+// component's instances call its Traces, Logs or Metrics with a batch.
 //
 // Files, each referring only to those after it (`go run ./scripts/structure -all internal/ingest`):
 //
@@ -14,6 +14,7 @@
 //	ingest.go                       the core: one call's run, stage, apply, finish; outcomes
 //	metricreader.go                 the view of a metric point, and what it adds (internal/metricinput)
 //	reading.go                      an aggregation's selection, key, value and weight of the view
+//	report.go, telemetry.go         what a call reports: the counters, the OTTL error log
 //	aggregation.go                  the compiled aggregation, and what a signal's aggregations read
 //	signal.go                       the signals: their special keys, OTTL contexts, outputs
 //	ottl.go                         OTTL parsers and the errors of a call
@@ -21,6 +22,6 @@
 //	record.go                       the record view
 //	aggcounts.go                    records by outcome per aggregation, for the operator's view
 //	weight.go, streamidentity.go    a record's weight; a metric point's input stream identity
-//	report.go, telemetry.go         what a call reports: the counters, the OTTL error log
+//	sourcekey.go                    the source key of a resource, for per-source watermarks
 //	late.go                         late records marked for the late pipeline; the late actions
 package ingest

@@ -245,8 +245,8 @@ func (run *ingestRun) addPoint(a *Aggregation, it *staged) metricinput.Outcome {
 }
 
 // finishRun applies the run's records, copies its late ones with lateCopy when action routes them and
-// some are late, and finishes the run: an ingestFunc's end.
-func finishRun[B any](run *ingestRun, action Action, lateCopy func(reasonOf func(int) (string, int64)) B) (late B, routed bool, err error) {
+// some are late, and finishes the run: the end of Traces, Logs and Metrics.
+func finishRun[B any](run *ingestRun, action LateAction, lateCopy func(reasonOf func(int) (string, int64)) B) (late B, routed bool, err error) {
 	run.apply()
 	if action == LateRouted && run.anyLate {
 		late, routed = lateCopy(run.lateReason), true
@@ -398,7 +398,7 @@ func (c *Core) beginRun(ctx context.Context, input int, r *Record) *ingestRun {
 // finish lets the batch move the watermark, reports its outcomes, and asks for what fired to be
 // collected and sent, which the component's goroutine does.
 // It returns the call's OTTL error, with error_mode propagate.
-func (run *ingestRun) finish(ctx context.Context, action Action) error {
+func (run *ingestRun) finish(ctx context.Context, action LateAction) error {
 	c, now, err := run.c, run.now, run.sc.ottl.first
 	run.ungate()
 	countByAggregation(c.ByAgg, run.b, run.sc.byAgg, action)

@@ -69,11 +69,11 @@ func lateCopy[B, R, S, E any](lv *levels[B, R, S, E], b B, reasonOf func(i int) 
 // NumVerdicts sizes the tables indexed by verdict; Invalid is the last.
 const NumVerdicts = int(stream.Invalid) + 1
 
-// Action is what happened to a call's late records: the late counter's action attribute.
-type Action uint8
+// LateAction is what happened to a call's late records: the late counter's action attribute.
+type LateAction uint8
 
 const (
-	LateDropped Action = iota
+	LateDropped LateAction = iota
 	LateRouted
 	LatePassed // the processor hands every record on
 	NumLateActions

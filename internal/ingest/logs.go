@@ -135,8 +135,10 @@ func (rd *logReader) ottlContext() any {
 	return rd.tctx.get(func() *ottllog.TransformContext { return ottllog.NewTransformContext(rd.rl, rd.sl, rd.lr) })
 }
 
-// ingestLogs aggregates the log records of ld (an ingestFunc).
-func Logs(c *Core, ctx context.Context, ld plog.Logs, action Action) (late plog.Logs, routed bool, err error) {
+// Logs aggregates the log records of ld, its late ones as action says; with LateRouted it returns a
+// copy of the late ones, and routed true, when some are late. err is an OTTL error with error_mode
+// propagate: the records are aggregated all the same, and the batch is to be refused.
+func (c *Core) Logs(ctx context.Context, ld plog.Logs, action LateAction) (late plog.Logs, routed bool, err error) {
 	sa := &c.BySignal[InputLogs]
 	if len(sa.aggs) == 0 {
 		return late, false, nil

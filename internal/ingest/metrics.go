@@ -16,11 +16,11 @@ import (
 // (drop_aggregated_input), and pmetric's names for the instances. A late metric point is counted and
 // dropped: the connector's metrics output carries window results only.
 
-// ingestMetrics aggregates the data points of md's metrics that some aggregation names (an
-// ingestFunc, that never routes); the processor with drop_aggregated_input removes from md the points
+// Metrics aggregates the data points of md's metrics that some aggregation names (as Logs does,
+// but never routes); the processor with drop_aggregated_input removes from md the points
 // that an aggregation took. The points of the component's own scope (its results, or another
 // window_aggregator's) are never taken.
-func Metrics(c *Core, ctx context.Context, md pmetric.Metrics, action Action) (late pmetric.Metrics, routed bool, err error) {
+func (c *Core) Metrics(ctx context.Context, md pmetric.Metrics, action LateAction) (late pmetric.Metrics, routed bool, err error) {
 	sa := &c.BySignal[InputMetrics]
 	if len(sa.aggs) == 0 {
 		return late, false, nil

@@ -21,14 +21,14 @@ type (
 	OTTLValue     func(ctx context.Context, r *Record) (any, error)
 )
 
-// ottlParser parses one signal's OTTL; parse errors are the parser's own, which name the position
+// OTTLParser parses one signal's OTTL; parse errors are the parser's own, which name the position
 // and the reason (a path its context lacks, a function it does not know).
 type OTTLParser interface {
 	Condition(expr string) (OTTLCondition, error)
 	Value(expr string) (OTTLValue, error)
 }
 
-// contextParser is a signal's ottlParser: its parser for its transform context K, evaluated against
+// contextParser is a signal's OTTLParser: its parser for its transform context K, evaluated against
 // the context of the view's record (recordSource.ottlContext).
 type contextParser[K any] struct{ p ottl.Parser[K] }
 
@@ -74,7 +74,7 @@ const (
 
 var OTTLClauseNames = [NumOTTLClauses]string{ClauseWhere: "where", ClauseGroupBy: "group_by", ClauseValue: "value"}
 
-// ottlFailure is the OTTL errors of one aggregation and clause in one ingest call, with the last.
+// OTTLFailure is the OTTL errors of one aggregation and clause in one ingest call, with the last.
 type OTTLFailure struct {
 	Agg    int
 	Clause ottlClause
@@ -113,9 +113,9 @@ func (e *ottlErrors) reset() {
 	*e = ottlErrors{failures: e.failures[:0]}
 }
 
-// ottlParsers parse each OTTL expression once: Validate parses the configuration's (with
-// validationSettings), and the component compiles its aggregations with what it parsed (see
-// Config.parsers). Each signal's parser is made on first use, and hands out again what it parsed for
+// OTTLParsers parse each OTTL expression once: Validate parses the configuration's (with
+// ValidationSettings), and the component compiles its aggregations with what it parsed (see the
+// component's Config.parsers). Each signal's parser is made on first use, and hands out again what it parsed for
 // the same text: a parsed expression keeps no state between evaluations.
 type OTTLParsers struct {
 	set      component.TelemetrySettings
@@ -143,7 +143,7 @@ func (ps *OTTLParsers) Parser(sg string, newParser func(component.TelemetrySetti
 	return op, nil
 }
 
-// onceParser is an ottlParser that parses a text once.
+// onceParser is an OTTLParser that parses a text once.
 type onceParser struct {
 	Parser     OTTLParser
 	mu         sync.Mutex

@@ -10,10 +10,10 @@ import (
 // maxFields bounds a signal's special keys (signal.fields).
 const maxFields = 4
 
-// Record is the view of one Record (a span, a log Record) that the aggregations read, whatever its
+// Record is the view of one record (a span, a log record) that the aggregations read, whatever its
 // signal: its attributes, its scope's and its resource's, the values of its signal's special keys, and
 // what only some aggregations read (a duration, a weight). The signal's file fills it Record by Record
-// with what the aggregations of the component read (signalAggs), and nothing else.
+// with what the aggregations of the component read (SignalAggs), and nothing else.
 type Record struct {
 	Attrs, scope, resource pcommon.Map
 

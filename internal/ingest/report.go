@@ -14,10 +14,10 @@ import (
 // What an ingest call reports once its records are applied: its tally of outcomes, added to the
 // counters once per call, and its OTTL errors, counted and logged at a bounded rate.
 
-// Report adds the tally of a call of input's records to the counters; action is what happened to
+// report adds the tally of a call of input's records to the counters; action is what happened to
 // late records.
-func (r *Reporter) report(ctx context.Context, t *Tally, input int, action Action) {
-	tel := r.Tel
+func (r *Reporter) report(ctx context.Context, t *Tally, input int, action LateAction) {
+	tel := r.Telemetry
 	if t.Aggregated > 0 {
 		tel.WindowAggregatorRecords.Add(ctx, t.Aggregated, attrOutcomeAggregated...)
 	}
@@ -64,11 +64,11 @@ func (r *Reporter) report(ctx context.Context, t *Tally, input int, action Actio
 // minute with the count since.
 const ottlErrorLogInterval = time.Minute
 
-// ReportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
+// reportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
 // rate.
 func (r *Reporter) reportOTTL(ctx context.Context, fs []OTTLFailure) {
 	for _, f := range fs {
-		r.Tel.WindowAggregatorOttlErrors.Add(ctx, f.N, r.Tel.byAgg[f.Agg].ottl[f.Clause]...)
+		r.Telemetry.WindowAggregatorOttlErrors.Add(ctx, f.N, r.Telemetry.byAgg[f.Agg].ottl[f.Clause]...)
 	}
 	if !r.LogOTTLErrors {
 		return
@@ -89,21 +89,21 @@ func (r *Reporter) reportOTTL(ctx context.Context, fs []OTTLFailure) {
 	}
 }
 
-// ReportPoints adds one call's point tallies to the counters.
+// reportPoints adds one call's point tallies to the counters.
 func (r *Reporter) reportPoints(ctx context.Context, tally []metricinput.Tally) {
 	for i := range tally {
 		t := &tally[i]
 		for o, n := range t.Outcomes {
 			if n > 0 {
-				r.Tel.WindowAggregatorMetricPoints.Add(ctx, n, r.Tel.byAgg[i].points[o]...)
+				r.Telemetry.WindowAggregatorMetricPoints.Add(ctx, n, r.Telemetry.byAgg[i].points[o]...)
 			}
 		}
 		if t.Resets > 0 {
-			r.Tel.WindowAggregatorInputResets.Add(ctx, t.Resets, r.Tel.byAgg[i].name...)
+			r.Telemetry.WindowAggregatorInputResets.Add(ctx, t.Resets, r.Telemetry.byAgg[i].name...)
 		}
 		for f := metricinput.Fits + 1; f < metricinput.NumFaults; f++ {
 			if n := t.Incompatible[f]; n > 0 {
-				r.Tel.WindowAggregatorIncompatibleHistograms.Add(ctx, n, r.Tel.byAgg[i].incompatible[f]...)
+				r.Telemetry.WindowAggregatorIncompatibleHistograms.Add(ctx, n, r.Telemetry.byAgg[i].incompatible[f]...)
 			}
 		}
 	}
@@ -121,11 +121,11 @@ type Tally struct {
 	Weights                            [NumWeightReasons]int64
 }
 
-// Reporter is where an ingest call reports once its records are applied: Tel are the counters;
+// Reporter is where an ingest call reports once its records are applied: Telemetry are the counters;
 // Logger logs OTTL errors at a bounded rate when LogOTTLErrors (error_mode ignore), naming the
 // aggregation by Names (by index).
 type Reporter struct {
-	Tel           *Telemetry
+	Telemetry     *Telemetry
 	Logger        *zap.Logger
 	LogOTTLErrors bool
 	Names         []string

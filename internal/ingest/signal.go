@@ -30,8 +30,8 @@ type Signal struct {
 	// Points: its records are metric data points (where.metric_names, no value key: see
 	// metrics.go).
 	Points bool
-	// Ottl returns a parser of the signal's OTTL (its transform context, with path context names).
-	Ottl func(set component.TelemetrySettings) (OTTLParser, error)
+	// OTTL returns a parser of the signal's OTTL (its transform context, with path context names).
+	OTTL func(set component.TelemetrySettings) (OTTLParser, error)
 }
 
 // The signals: what each one's records are, and what of the configuration applies to them.
@@ -39,12 +39,12 @@ var (
 	SpanSignal = &Signal{
 		Name: "spans", Input: InputSpans, record: "span", fields: []string{"span.name", "span.kind", "status.code"},
 		Duration: true, AdjustedCount: true, Exemplars: true, Kinds: true,
-		Ottl: parserOf(ottlspan.NewParser, ottlspan.EnablePathContextNames),
+		OTTL: parserOf(ottlspan.NewParser, ottlspan.EnablePathContextNames),
 	}
 	LogSignal = &Signal{Name: "logs", Input: InputLogs, record: "log", fields: []string{"severity.text"},
-		Ottl: parserOf(ottllog.NewParser, ottllog.EnablePathContextNames)}
+		OTTL: parserOf(ottllog.NewParser, ottllog.EnablePathContextNames)}
 	metricSignal = &Signal{Name: "metrics", Input: InputMetrics, record: "value", fields: []string{"metric.name"}, Points: true,
-		Ottl: parserOf(ottldatapoint.NewParser, ottldatapoint.EnablePathContextNames)}
+		OTTL: parserOf(ottldatapoint.NewParser, ottldatapoint.EnablePathContextNames)}
 )
 
 // The special keys of each signal, by index in its fields.
@@ -59,7 +59,7 @@ const (
 	fieldMetricName   = 0
 )
 
-// The signals, by input. inputAny is the processor form in a metrics pipeline, which takes the
+// The signals, by input. InputAny is the processor form in a metrics pipeline, which takes the
 // results of every signal.
 const (
 	InputSpans = iota
@@ -73,10 +73,10 @@ var Signals = [NumInputs]*Signal{InputSpans: SpanSignal, InputLogs: LogSignal, I
 
 // NewParser returns the signal's OTTL parser, with the standard converters.
 func (sg *Signal) NewParser(set component.TelemetrySettings) (OTTLParser, error) {
-	if sg.Ottl == nil {
+	if sg.OTTL == nil {
 		return nil, fmt.Errorf("%s take no OTTL", sg.Name)
 	}
-	return sg.Ottl(set)
+	return sg.OTTL(set)
 }
 
 // SignalNamed returns the signal whose configuration name is name, or nil.

@@ -72,7 +72,7 @@ func (rd *spanReader) SetScope(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans) {
 	rd.Record.setScope(ss.Scope().Attributes(), rs.Resource().Attributes())
 }
 
-// Read points the view at span sp, of the scope setScope named.
+// Read points the view at span sp, of the scope SetScope named.
 func (rd *spanReader) Read(sp ptrace.Span) {
 	rd.tctx.close()
 	rd.sp = sp
@@ -107,8 +107,8 @@ func (rd *spanReader) ottlContext() any {
 	return rd.tctx.get(func() *ottlspan.TransformContext { return ottlspan.NewTransformContext(rd.rs, rd.ss, rd.sp) })
 }
 
-// ingestTraces aggregates the spans of td (an ingestFunc).
-func Traces(c *Core, ctx context.Context, td ptrace.Traces, action Action) (late ptrace.Traces, routed bool, err error) {
+// Traces aggregates the spans of td, as Logs does its records.
+func (c *Core) Traces(ctx context.Context, td ptrace.Traces, action LateAction) (late ptrace.Traces, routed bool, err error) {
 	sa := &c.BySignal[InputSpans]
 	if len(sa.aggs) == 0 {
 		return late, false, nil

@@ -48,9 +48,9 @@ func (p *pane) clearDelta() {
 	}
 }
 
-// sketchPool recycles the sketches, bucket counts and exemplar reservoirs of dropped panes within a
+// panePool recycles the sketches, bucket counts and exemplar reservoirs of dropped panes within a
 // shard.
-type sketchPool struct {
+type panePool struct {
 	sketches  sketchFree
 	counts    countsFree
 	exemplars exemplarsFree
@@ -61,12 +61,12 @@ type sketchPool struct {
 type paneMaker struct {
 	g    windowing
 	aggs []Aggregation
-	pool sketchPool
+	pool panePool
 }
 
 // newPane returns an empty pane at start with the sketches and counts that aggregation a keeps, under
 // the output mode of g.
-func newPane(start int64, a *Aggregation, g *windowing, sp *sketchPool) pane {
+func newPane(start int64, a *Aggregation, g *windowing, sp *panePool) pane {
 	p := pane{start: start}
 	if a.KeepsSketch() {
 		p.hist = sp.sketches.get()
@@ -84,7 +84,7 @@ func newPane(start int64, a *Aggregation, g *windowing, sp *sketchPool) pane {
 }
 
 // release gives the pane's sketches and counts back to the pool.
-func (p *pane) release(sp *sketchPool) {
+func (p *pane) release(sp *panePool) {
 	sp.sketches.put(p.hist)
 	sp.sketches.put(p.deltaHist)
 	sp.counts.put(p.counts)

@@ -225,7 +225,7 @@ func (s *series) firstPaneFrom(t int64) int {
 
 // dropPanesBefore returns to the pool every pane starting before t, taking their values out of acc.
 // The head must have been put back (flushSeries does so first).
-func (s *series) dropPanesBefore(t, size int64, sp *sketchPool) {
+func (s *series) dropPanesBefore(t, size int64, sp *panePool) {
 	i := 0
 	for i < len(s.panes) && s.panes[i].start < t {
 		p := &s.panes[i]
