@@ -25,7 +25,7 @@ const unmatched outcome = 0
 const (
 	// refused: a metric point its aggregations left out (a summary, a point without a recorded
 	// value, a new stream past max_input_streams).
-	refused outcome = outcome(NumVerdicts) + 1 + iota
+	refused outcome = outcome(numVerdicts) + 1 + iota
 	// heldBack: a metric point taken into an aggregation's input state that adds nothing to its
 	// windows (a cumulative stream's base, a point out of order, a histogram with no new value).
 	heldBack
@@ -338,7 +338,7 @@ func (run *ingestRun) setSource(resource pcommon.Map) {
 	if len(keys) == 0 {
 		return
 	}
-	run.sc.sourceKey = AppendSourceKey(run.sc.sourceKey[:0], resource, keys)
+	run.sc.sourceKey = appendSourceKey(run.sc.sourceKey[:0], resource, keys)
 	if run.b.SetSource(run.sc.sourceKey) {
 		run.sharedFrom = len(run.sc.state)
 	}
@@ -360,7 +360,7 @@ type ingestRun struct {
 	rec     stream.Record // the record being staged, one aggregation after another
 	now     int64         // wall time the run began at
 	b       *stream.Batch
-	tl      Tally
+	tl      tally
 	sc      *scratch
 	anyLate bool // some record has a late reason
 	// sharedFrom is the first record of a source past max_sources, while one is being staged; -1:

@@ -66,8 +66,8 @@ func lateCopy[B, R, S, E any](lv *levels[B, R, S, E], b B, reasonOf func(i int) 
 	return out
 }
 
-// NumVerdicts sizes the tables indexed by verdict; Invalid is the last.
-const NumVerdicts = int(stream.Invalid) + 1
+// numVerdicts sizes the tables indexed by verdict; Invalid is the last.
+const numVerdicts = int(stream.Invalid) + 1
 
 // LateAction is what happened to a call's late records: the late counter's action attribute.
 type LateAction uint8

@@ -74,8 +74,8 @@ const (
 
 var OTTLClauseNames = [NumOTTLClauses]string{ClauseWhere: "where", ClauseGroupBy: "group_by", ClauseValue: "value"}
 
-// OTTLFailure is the OTTL errors of one aggregation and clause in one ingest call, with the last.
-type OTTLFailure struct {
+// ottlFailure is the OTTL errors of one aggregation and clause in one ingest call, with the last.
+type ottlFailure struct {
 	Agg    int
 	Clause ottlClause
 	N      int64
@@ -87,7 +87,7 @@ type OTTLFailure struct {
 type ottlErrors struct {
 	propagate bool
 	first     error
-	failures  []OTTLFailure
+	failures  []ottlFailure
 }
 
 // add records an OTTL error of aggregation agg, named name, on the record being read. The record goes on as ignore says (the
@@ -104,7 +104,7 @@ func (e *ottlErrors) add(agg int, name string, clause ottlClause, err error) {
 			return
 		}
 	}
-	e.failures = append(fs, OTTLFailure{Agg: agg, Clause: clause, N: 1, Last: err})
+	e.failures = append(fs, ottlFailure{Agg: agg, Clause: clause, N: 1, Last: err})
 }
 
 // reset empties e for another call, keeping its buffer.

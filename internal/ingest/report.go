@@ -16,7 +16,7 @@ import (
 
 // report adds the tally of a call of input's records to the counters; action is what happened to
 // late records.
-func (r *Reporter) report(ctx context.Context, t *Tally, input int, action LateAction) {
+func (r *Reporter) report(ctx context.Context, t *tally, input int, action LateAction) {
 	tel := r.Telemetry
 	if t.Aggregated > 0 {
 		tel.WindowAggregatorRecords.Add(ctx, t.Aggregated, attrOutcomeAggregated...)
@@ -66,7 +66,7 @@ const ottlErrorLogInterval = time.Minute
 
 // reportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
 // rate.
-func (r *Reporter) reportOTTL(ctx context.Context, fs []OTTLFailure) {
+func (r *Reporter) reportOTTL(ctx context.Context, fs []ottlFailure) {
 	for _, f := range fs {
 		r.Telemetry.WindowAggregatorOttlErrors.Add(ctx, f.N, r.Telemetry.byAgg[f.Agg].ottl[f.Clause]...)
 	}
@@ -109,13 +109,13 @@ func (r *Reporter) reportPoints(ctx context.Context, tally []metricinput.Tally) 
 	}
 }
 
-// Tally counts one batch's outcomes, so that the counters are touched once per batch.
-type Tally struct {
+// tally counts one batch's outcomes, so that the counters are touched once per batch.
+type tally struct {
 	Aggregated, LateUpdated, Unmatched int64
 	Truncated                          int64
 	AheadOfClock                       int64              // records stamped after the collector's clock, within max_future_skew
 	SharedSource                       int64              // records of sources past max_sources
-	Late                               [NumVerdicts]int64 // by verdict: expired, future, invalid
+	Late                               [numVerdicts]int64 // by verdict: expired, future, invalid
 	Duplicates, DedupOverflow          int64
 	Values                             [values.NumReasons]int64
 	Weights                            [NumWeightReasons]int64
@@ -136,6 +136,6 @@ type Reporter struct {
 type ottlLog struct {
 	mu       sync.Mutex
 	unlogged int64
-	last     OTTLFailure
+	last     ottlFailure
 	loggedAt time.Time
 }

@@ -10,8 +10,8 @@ import (
 // watermark.per_source keys on the records' resource, in the keys' order, each its length first (a
 // missing key counts as empty). Ingest writes it, the operator's view reads it back.
 
-// AppendSourceKey appends the source key of resource, by keys, to b.
-func AppendSourceKey(b []byte, resource pcommon.Map, keys []string) []byte {
+// appendSourceKey appends the source key of resource, by keys, to b.
+func appendSourceKey(b []byte, resource pcommon.Map, keys []string) []byte {
 	for _, key := range keys {
 		var v string
 		if val, ok := resource.Get(key); ok {

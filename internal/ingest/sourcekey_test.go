@@ -14,7 +14,7 @@ func TestSourceKeyReadsBackItsValues(t *testing.T) {
 	res.PutStr("k8s.pod.name", "api-7")
 	res.PutInt("shard", 12)
 	keys := []string{"k8s.pod.name", "shard", "host.name"}
-	b := AppendSourceKey(nil, res, keys)
+	b := appendSourceKey(nil, res, keys)
 	want := map[string]string{"k8s.pod.name": "api-7", "shard": "12", "host.name": ""}
 	if got := DecodeSourceKey(keys, b); !maps.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
@@ -23,7 +23,7 @@ func TestSourceKeyReadsBackItsValues(t *testing.T) {
 	if got := DecodeSourceKey(keys, b[:8]); !maps.Equal(got, map[string]string{"k8s.pod.name": "api-7"}) {
 		t.Fatalf("damaged: got %v", got)
 	}
-	if b2 := AppendSourceKey(nil, res, []string{"shard", "k8s.pod.name"}); string(b2) == string(b) {
+	if b2 := appendSourceKey(nil, res, []string{"shard", "k8s.pod.name"}); string(b2) == string(b) {
 		t.Fatal("the keys' order is not part of the key")
 	}
 }

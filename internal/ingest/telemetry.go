@@ -61,7 +61,7 @@ func lateAttrs(reason, action string) metric.MeasurementOption {
 // The options of the counters that every batch may touch, built once (see outcomeOption): by late
 // reason and action, and by value reason.
 var (
-	lateOptions = func() (o [NumVerdicts][NumLateActions][]metric.AddOption) {
+	lateOptions = func() (o [numVerdicts][NumLateActions][]metric.AddOption) {
 		for v := range o {
 			for j, action := range LateActionNames {
 				o[v][j] = []metric.AddOption{lateAttrs(stream.Verdict(v).String(), action)}
@@ -76,7 +76,7 @@ var (
 		return o
 	}()
 	weightReasonOptions = func() (o [NumWeightReasons][]metric.AddOption) {
-		for i, reason := range WeightReasonNames {
+		for i, reason := range weightReasonNames {
 			o[i] = []metric.AddOption{ReasonAttr(reason)}
 		}
 		return o

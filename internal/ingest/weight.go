@@ -38,7 +38,7 @@ const (
 	NumWeightReasons
 )
 
-var WeightReasonNames = [NumWeightReasons]string{
+var weightReasonNames = [NumWeightReasons]string{
 	weightMalformedTraceState: "malformed_tracestate", weightMissing: "missing", weightNotNumeric: "not_numeric",
 	weightNotFinite: "not_finite", weightNotPositive: "not_positive", weightTooLarge: "too_large",
 }
