@@ -17,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 	"github.com/windowaggregator/windowaggregator/internal/checkpoint"
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
@@ -183,9 +182,8 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	}
 	// Without storage the gate is a nil *checkpoint.Checkpointer, whose Enter takes nothing.
 	s.Core.Gate, s.Core.Poke = s.storage, s.emitter.Poke
-	s.Reporter.Logger, s.Reporter.Names = s.logger, names
-	s.Reporter.LogOTTLErrors = cfg.ErrorMode == ottl.IgnoreError || cfg.ErrorMode == ""
-	s.Core.PerSource, s.Core.Propagate = cfg.Watermark.PerSource, cfg.ErrorMode == ottl.PropagateError
+	s.Reporter.Logger = s.logger
+	s.Core.PerSource, s.Core.ErrorMode = cfg.Watermark.PerSource, cfg.ErrorMode
 	s.Core.SeriesExpiration, s.Core.DropAggregatedInput = int64(cfg.SeriesExpiration), cfg.DropAggregatedInput
 	return s, nil
 }

@@ -218,11 +218,8 @@ func (s *queueSection) Len() int {
 
 // uvarintLen is the length of x's uvarint encoding.
 func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], x)
 }
 
 func (s *queueSection) AppendTo(b []byte) []byte {

@@ -112,11 +112,7 @@ func (c *Aggregation) EngineAggregation(maxSeries int) stream.Aggregation {
 
 // Delivered describes the aggregation for delivery: what to build of its results, for which sinks.
 func (c *Aggregation) Delivered() *delivery.Aggregation {
-	keys := make([]string, len(c.GroupBy))
-	for i, k := range c.GroupBy {
-		keys[i] = k.Name
-	}
-	return &delivery.Aggregation{Name: c.Name, Input: c.Signal.Input, Record: c.Signal.record, GroupBy: keys, Outputs: c.Outputs,
+	return &delivery.Aggregation{Name: c.Name, Input: c.Signal.Input, Record: c.Signal.record, GroupBy: c.GroupByNames(), Outputs: c.Outputs,
 		Bounds: c.Bounds, HistMax: c.HistMax, StampsInstance: c.StampsInstance, Unit: c.outputUnit, MonotonicSum: c.monotonicSum}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 	"github.com/windowaggregator/windowaggregator/internal/dedup"
 	"github.com/windowaggregator/windowaggregator/internal/engine/serieskey"
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
@@ -387,7 +388,7 @@ func (c *Core) beginRun(ctx context.Context, input int, r *Record) *ingestRun {
 	if len(sc.byAgg) != len(c.Aggs) {
 		sc.byAgg = make([]aggregationTally, len(c.Aggs))
 	}
-	sc.ottl.propagate = c.Propagate
+	sc.ottl.propagate = c.ErrorMode == ottl.PropagateError
 	gated := c.Gate.Enter(input)
 	*run = ingestRun{reading: reading{ctx: ctx, r: r, key: &sc.key, errs: &sc.ottl}, c: c, sc: sc, now: now, b: c.Engine.Begin(now), sharedFrom: -1,
 		input: input, dd: &sc.dedup, gated: gated}
@@ -405,7 +406,7 @@ func (run *ingestRun) finish(ctx context.Context, action LateAction) error {
 	run.b.End()
 	c.Reporter.report(ctx, &run.tl, run.input, action)
 	if len(run.sc.ottl.failures) > 0 {
-		c.Reporter.reportOTTL(ctx, run.sc.ottl.failures)
+		c.Reporter.reportOTTL(ctx, run.sc.ottl.failures, c.Aggs, c.ErrorMode)
 	}
 	run.sc.release() // run is part of the scratch: not to be read after this
 	if c.Engine.Due(now) {
@@ -432,9 +433,9 @@ type Core struct {
 	LogKey  LogKey
 	// ByAgg are each aggregation's records by outcome that the engine does not count, by index
 	ByAgg []AggregationCounts
-	// PerSource are watermark.per_source's keys; Propagate: error_mode is propagate
+	// PerSource are watermark.per_source's keys; ErrorMode is error_mode
 	PerSource []string
-	Propagate bool
+	ErrorMode ottl.ErrorMode
 	// SeriesExpiration is series_expiration in ns; DropAggregatedInput drop_aggregated_input
 	SeriesExpiration    int64
 	DropAggregatedInput bool

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/ottl"
 	"github.com/windowaggregator/windowaggregator/internal/metricinput"
 	"github.com/windowaggregator/windowaggregator/internal/values"
 )
@@ -66,11 +67,11 @@ const ottlErrorLogInterval = time.Minute
 
 // reportOTTL counts an ingest call's OTTL errors and, with error_mode ignore, logs them at a bounded
 // rate.
-func (r *Reporter) reportOTTL(ctx context.Context, fs []ottlFailure) {
+func (r *Reporter) reportOTTL(ctx context.Context, fs []ottlFailure, aggs []*Aggregation, mode ottl.ErrorMode) {
 	for _, f := range fs {
 		r.Telemetry.WindowAggregatorOttlErrors.Add(ctx, f.N, r.Telemetry.byAgg[f.Agg].ottl[f.Clause]...)
 	}
-	if !r.LogOTTLErrors {
+	if mode != ottl.IgnoreError && mode != "" {
 		return
 	}
 	l := &r.ottlLog
@@ -83,7 +84,7 @@ func (r *Reporter) reportOTTL(ctx context.Context, fs []ottlFailure) {
 	if now := time.Now(); l.unlogged > 0 && now.Sub(l.loggedAt) >= ottlErrorLogInterval {
 		last := l.last
 		r.Logger.Warn("OTTL errors: the records count as error_mode says (ignore: condition false, key or value missing)",
-			zap.Int64("errors", l.unlogged), zap.String("aggregation", r.Names[last.Agg]),
+			zap.Int64("errors", l.unlogged), zap.String("aggregation", aggs[last.Agg].Name),
 			zap.String("clause", OTTLClauseNames[last.Clause]), zap.Error(last.Last))
 		l.unlogged, l.loggedAt = 0, now
 	}
@@ -121,15 +122,12 @@ type tally struct {
 	Weights                            [NumWeightReasons]int64
 }
 
-// Reporter is where an ingest call reports once its records are applied: Telemetry are the counters;
-// Logger logs OTTL errors at a bounded rate when LogOTTLErrors (error_mode ignore), naming the
-// aggregation by Names (by index).
+// Reporter is where an ingest call reports once its records are applied: Telemetry are the
+// counters; Logger logs OTTL errors at a bounded rate, with error_mode ignore.
 type Reporter struct {
-	Telemetry     *Telemetry
-	Logger        *zap.Logger
-	LogOTTLErrors bool
-	Names         []string
-	ottlLog       ottlLog
+	Telemetry *Telemetry
+	Logger    *zap.Logger
+	ottlLog   ottlLog
 }
 
 // ottlLog is what reportOTTL has not logged yet, and when it last did.
