@@ -1,0 +1,244 @@
+// Package hll counts distinct values: exactly while there are few, then with a HyperLogLog sketch of
+// 2^14 six-bit registers (12 KiB), read with Ertl's improved estimator, which needs no table of
+// empirical bias corrections and holds over the whole range of cardinalities:
+//
+//	O. Ertl, "New cardinality estimation algorithms for HyperLogLog sketches", arXiv:1702.01284
+//	(2017), algorithms 4 (the sigma and tau series) and 6 (the improved raw estimator).
+//
+// Its standard error is 1.04/sqrt(2^14), about 0.81%. Values come in as 64-bit hashes that the caller
+// makes (well mixed: the register is the hash's top bits, its rank the leading zeros of the rest).
+package hll
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+const (
+	// ExactMax is how many distinct hashes a sketch holds exactly, in a list, before it takes registers.
+	ExactMax = 64
+	p        = 14     // index bits
+	m        = 1 << p // registers
+	q        = 64 - p // bits of a hash behind the index; a register holds a rank in [0, q+1]
+	regBits  = 6      // bits per register: ranks up to 63 > q+1
+	regBytes = m * regBits / 8
+	// MaxBytes is the most a sketch holds: its registers, plus the exact list it leaves unused.
+	MaxBytes = regBytes + ExactMax*8
+)
+
+// Sketch is a set of 64-bit hashes, counted. The zero Sketch is empty and ready to use.
+type Sketch struct {
+	exact []uint64 // the distinct hashes, while dense is false; at most ExactMax
+	regs  []byte   // m packed registers, with dense; kept across Reset
+	dense bool
+}
+
+// Insert adds hash h.
+func (s *Sketch) Insert(h uint64) {
+	if s.dense {
+		s.insertReg(h)
+		return
+	}
+	if slices.Contains(s.exact, h) {
+		return
+	}
+	if len(s.exact) < ExactMax {
+		s.exact = append(s.exact, h)
+		return
+	}
+	s.toDense()
+	s.insertReg(h)
+}
+
+// toDense moves the exact list into registers.
+func (s *Sketch) toDense() {
+	if s.regs == nil {
+		s.regs = make([]byte, regBytes)
+	} else {
+		clear(s.regs)
+	}
+	s.dense = true
+	for _, h := range s.exact {
+		s.insertReg(h)
+	}
+	s.exact = s.exact[:0]
+}
+
+func (s *Sketch) insertReg(h uint64) {
+	i := uint(h >> q)
+	w := h << p // the q bits behind the index, at the top
+	r := uint8(q + 1)
+	if w != 0 {
+		r = uint8(bits.LeadingZeros64(w)) + 1 // at most q: w has a one in its top q bits
+	}
+	if r > s.reg(i) {
+		s.setReg(i, r)
+	}
+}
+
+// reg returns register i: 6 bits at bit offset 6i, little-endian across bytes.
+func (s *Sketch) reg(i uint) uint8 {
+	off := i * regBits
+	b := off / 8
+	v := uint16(s.regs[b])
+	if b+1 < regBytes {
+		v |= uint16(s.regs[b+1]) << 8
+	}
+	return uint8(v>>(off%8)) & (1<<regBits - 1)
+}
+
+func (s *Sketch) setReg(i uint, r uint8) {
+	off := i * regBits
+	b, sh := off/8, off%8
+	v := uint16(s.regs[b])
+	if b+1 < regBytes {
+		v |= uint16(s.regs[b+1]) << 8
+	}
+	v = v&^(uint16(1<<regBits-1)<<sh) | uint16(r)<<sh
+	s.regs[b] = byte(v)
+	if b+1 < regBytes {
+		s.regs[b+1] = byte(v >> 8)
+	}
+}
+
+// Merge adds every hash of o: the union of the two sets.
+func (s *Sketch) Merge(o *Sketch) {
+	if !o.dense {
+		for _, h := range o.exact {
+			s.Insert(h)
+		}
+		return
+	}
+	if !s.dense {
+		s.toDense()
+	}
+	for i := uint(0); i < m; i++ {
+		if r := o.reg(i); r > s.reg(i) {
+			s.setReg(i, r)
+		}
+	}
+}
+
+// Reset empties the sketch, keeping its storage.
+func (s *Sketch) Reset() {
+	s.exact, s.dense = s.exact[:0], false
+}
+
+// Estimate returns the number of distinct hashes: exact up to ExactMax, estimated above.
+func (s *Sketch) Estimate() float64 {
+	if !s.dense {
+		return float64(len(s.exact))
+	}
+	var c [q + 2]int // registers by rank
+	for i := uint(0); i < m; i++ {
+		c[s.reg(i)]++
+	}
+	z := m * tau(1-float64(c[q+1])/m)
+	for k := q; k >= 1; k-- {
+		z = 0.5 * (z + float64(c[k]))
+	}
+	z += m * sigma(float64(c[0])/m)
+	return m * m / (2 * math.Ln2) / z
+}
+
+// sigma is Ertl's sigma(x) = x + sum_k x^(2^k) 2^(k-1), for x in [0, 1].
+func sigma(x float64) float64 {
+	if x == 1 {
+		return math.Inf(1)
+	}
+	y, z := 1.0, x
+	for {
+		x *= x
+		prev := z
+		z += x * y
+		y += y
+		if z == prev {
+			return z
+		}
+	}
+}
+
+// tau is Ertl's tau(x) = (1 - x - sum_k (1 - x^(2^-k))^2 2^-k) / 3, for x in [0, 1].
+func tau(x float64) float64 {
+	if x == 0 || x == 1 {
+		return 0
+	}
+	y, z := 1.0, 1-x
+	for {
+		x = math.Sqrt(x)
+		prev := z
+		y *= 0.5
+		z -= (1 - x) * (1 - x) * y
+		if z == prev {
+			return z / 3
+		}
+	}
+}
+
+// Bytes is the memory the sketch holds.
+func (s *Sketch) Bytes() int { return cap(s.exact)*8 + cap(s.regs) }
+
+// AppendBinary appends the sketch's encoding to b: a mode byte, then the exact list (a count and the
+// hashes) or the packed registers.
+func (s *Sketch) AppendBinary(b []byte) []byte {
+	if s.dense {
+		b = append(b, 1)
+		return append(b, s.regs...)
+	}
+	b = append(b, 0)
+	b = binary.AppendUvarint(b, uint64(len(s.exact)))
+	for _, h := range s.exact {
+		b = binary.LittleEndian.AppendUint64(b, h)
+	}
+	return b
+}
+
+// ErrCorrupt says an encoding is not one AppendBinary wrote.
+var ErrCorrupt = errors.New("hll: corrupt sketch")
+
+// Decode reads an encoding that AppendBinary wrote into s, replacing what it held, and returns the
+// bytes after it.
+func (s *Sketch) Decode(b []byte) ([]byte, error) {
+	s.Reset()
+	if len(b) == 0 {
+		return b, ErrCorrupt
+	}
+	mode, b := b[0], b[1:]
+	switch mode {
+	case 0:
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > ExactMax || uint64(len(b)-k) < n*8 {
+			return b, ErrCorrupt
+		}
+		b = b[k:]
+		for range n {
+			h := binary.LittleEndian.Uint64(b)
+			b = b[8:]
+			if slices.Contains(s.exact, h) {
+				return b, ErrCorrupt
+			}
+			s.exact = append(s.exact, h)
+		}
+		return b, nil
+	case 1:
+		if len(b) < regBytes {
+			return b, ErrCorrupt
+		}
+		if s.regs == nil {
+			s.regs = make([]byte, regBytes)
+		}
+		copy(s.regs, b[:regBytes])
+		s.dense = true
+		for i := uint(0); i < m; i++ {
+			if s.reg(i) > q+1 {
+				s.Reset()
+				return b, ErrCorrupt
+			}
+		}
+		return b[regBytes:], nil
+	}
+	return b, ErrCorrupt
+}
