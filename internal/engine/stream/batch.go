@@ -47,6 +47,10 @@ type Batch struct {
 	// the distributions (StageDistribution) up to the last one; nil: a value record.
 	weights []uint32
 	dists   []*Distribution
+	// idSpans likewise holds where each staged record's identifiers (Record.IDs) lie in ids, up to
+	// the last record that had some; a record past its end has none.
+	idSpans []idSpan
+	ids     []uint64
 	keys    []byte  // the staged keys, back to back
 	order   []int32 // staged indexes grouped by shard
 	counts  []int32 // per shard, then prefix sums
@@ -75,6 +79,9 @@ type staged struct {
 	src    uint16 // source slot, with per-source tracking
 	tag    int32
 }
+
+// idSpan is where a staged record's identifiers lie in Batch.ids.
+type idSpan struct{ off, n uint32 }
 
 // noTouch marks a source slot that the batch has not touched.
 const noTouch = minTime - 1
@@ -174,13 +181,17 @@ func (b *Batch) StageChecked(r *Record) {
 	if r.Weight > 1 {
 		b.stageWeight(r.Weight)
 	}
+	if len(r.IDs) > 0 && len(b.e.aggs[r.Agg].Accumulators) > 0 {
+		b.idSpans = setLast(b.idSpans, len(b.staged), idSpan{}, idSpan{uint32(len(b.ids)), uint32(len(r.IDs))})
+		b.ids = append(b.ids, r.IDs...)
+	}
 }
 
 // StageDistribution queues record r, whose value is the distribution d rather than r.Value (r.Value,
 // r.Weight and r's span ids are not read: a distribution gives no exemplar), as StageChecked does a
 // value record. The caller keeps d unchanged until Apply.
 func (b *Batch) StageDistribution(r *Record, d *Distribution) {
-	b.StageChecked(&Record{Agg: r.Agg, Key: r.Key, Time: r.Time, Tag: r.Tag}) // weight 1, no exemplar
+	b.StageChecked(&Record{Agg: r.Agg, Key: r.Key, Time: r.Time, Tag: r.Tag, IDs: r.IDs}) // weight 1, no exemplar
 	b.dists = setLast(b.dists, len(b.staged), nil, d)
 }
 
@@ -208,7 +219,16 @@ func (b *Batch) stageWeight(w uint32) { b.weights = setLast(b.weights, len(b.sta
 // itemAt returns what staged record i adds: its value at its weight, or its distribution.
 func (b *Batch) itemAt(i int32) item {
 	r := &b.staged[i]
-	return item{v: r.v, n: b.weightAt(i), hasValue: !math.IsNaN(r.v) && !math.IsInf(r.v, 0), dist: b.distAt(i)}
+	return item{v: r.v, n: b.weightAt(i), hasValue: !math.IsNaN(r.v) && !math.IsInf(r.v, 0), dist: b.distAt(i), ids: b.idsAt(i)}
+}
+
+// idsAt returns staged record i's identifiers, or nil.
+func (b *Batch) idsAt(i int32) []uint64 {
+	if int(i) < len(b.idSpans) {
+		sp := b.idSpans[i]
+		return b.ids[sp.off : sp.off+sp.n]
+	}
+	return nil
 }
 
 // weightAt returns staged record i's weight.
@@ -289,7 +309,7 @@ func (b *Batch) Apply(late func(tag int32, vd Verdict, w int64)) {
 		b.applyOverflow(late)
 	}
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
-	b.exemplars, b.weights = b.exemplars[:0], b.weights[:0]
+	b.exemplars, b.weights, b.idSpans, b.ids = b.exemplars[:0], b.weights[:0], b.idSpans[:0], b.ids[:0]
 	clear(b.dists)
 	b.dists = b.dists[:0]
 }
@@ -299,7 +319,7 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	sh.mu.Lock()
 	w := sh.observe(b.w)
 	b.prefetch(sh, idx)
-	if len(b.exemplars) > 0 || len(b.weights) > 0 || len(b.dists) > 0 {
+	if len(b.exemplars) > 0 || len(b.weights) > 0 || len(b.dists) > 0 || b.e.accumulators {
 		b.applyShardStaged(sh, idx, w, late)
 		sh.mu.Unlock()
 		return
@@ -316,30 +336,19 @@ func (b *Batch) applyShard(sh *shard, idx []int32, late func(int32, Verdict, int
 	sh.mu.Unlock()
 }
 
-// applyShardStaged is applyShard's loop for a batch that staged exemplars, weights or distributions:
-// each record with its weight or its distribution, and its exemplar after its value.
+// applyShardStaged is applyShard's loop for a batch that staged exemplars, weights or distributions,
+// or of an engine with accumulators: each record as a whole (shard.addItem).
 func (b *Batch) applyShardStaged(sh *shard, idx []int32, w int64, late func(int32, Verdict, int64)) {
 	for _, i := range idx {
 		r := &b.staged[i]
-		if d := b.distAt(i); d != nil {
-			vd, se, ok := sh.lookup(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p)
-			if !ok {
-				b.fresh = append(b.fresh, i)
-				continue
-			}
-			if se != nil {
-				sh.addDist(se, r.p, d, vd)
-			}
-			b.done(r, vd, w, late)
-			continue
-		}
-		vd, se, ok := sh.addExisting(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p, r.v, b.weightAt(i))
+		vd, se, ok := sh.lookup(w, int(r.agg), r.hash, b.keys[r.keyOff:r.keyOff+r.keyLen], r.p)
 		if !ok {
 			b.fresh = append(b.fresh, i)
 			continue
 		}
-		if ex := b.exemplarAt(i); ex != nil && se != nil {
-			sh.addExemplar(se, r.p, r.v, vd, ex)
+		if se != nil {
+			it := b.itemAt(i)
+			sh.addItem(se, r.p, &it, vd, b.exemplarAt(i))
 		}
 		b.done(r, vd, w, late)
 	}
@@ -477,13 +486,13 @@ func (b *Batch) End() {
 	clear(b.verdicts)
 	b.overflow = 0
 	b.staged, b.keys, b.fresh, b.spill = b.staged[:0], b.keys[:0], b.fresh[:0], b.spill[:0]
-	b.exemplars, b.weights = b.exemplars[:0], b.weights[:0]
+	b.exemplars, b.weights, b.idSpans, b.ids = b.exemplars[:0], b.weights[:0], b.idSpans[:0], b.ids[:0]
 	clear(b.dists)
 	b.dists = b.dists[:0]
 	if cap(b.keys) > maxPooledKeyBytes || cap(b.staged) > maxPooledRecords || cap(b.seenSeries) > maxPooledRecords {
 		// One huge request must not leave its buffers behind in the pool.
 		b.staged, b.keys, b.order, b.fresh, b.spill = nil, nil, nil, nil, nil
-		b.seenSeries, b.exemplars, b.weights, b.dists = nil, nil, nil, nil
+		b.seenSeries, b.exemplars, b.weights, b.dists, b.idSpans, b.ids = nil, nil, nil, nil, nil, nil
 	}
 	b.e = nil
 	e.batches.Put(b)

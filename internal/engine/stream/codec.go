@@ -35,6 +35,8 @@ type decoder struct {
 	err error
 	// exemplars is the scratch reservoir that decodeExemplars reads each reservoir into.
 	exemplars *exemplar.Reservoir
+	// old: the snapshot is of the version before accumulators (snapshotV6)
+	old bool
 }
 
 func (d *decoder) fail() {

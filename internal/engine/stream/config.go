@@ -51,6 +51,9 @@ type Aggregation struct {
 	// Exemplars is the most exemplars a Point carries (see Point.Exemplars); 0: none are kept, and the
 	// records' span ids are not read.
 	Exemplars int
+	// Accumulators are the outputs kept beside the totals and the sketch (see Accumulator), each a
+	// gauge of the whole window: a firing's Result.Values holds their figures, in this order.
+	Accumulators []AccumulatorKind
 }
 
 // KeepsSketch reports whether the aggregation keeps a sketch of its values: for its exponential
@@ -134,6 +137,11 @@ func (c Config) validate() error {
 		}
 		if a.MaxSeries <= 0 {
 			errs = append(errs, fmt.Errorf("aggregation %d: max_series must be > 0", i))
+		}
+		for _, k := range a.Accumulators {
+			if k.New == nil || k.Name == "" {
+				errs = append(errs, fmt.Errorf("aggregation %d: an accumulator needs a name and a constructor", i))
+			}
 		}
 		for _, q := range a.Quantiles {
 			if !(q >= 0 && q <= 1) {

@@ -77,13 +77,16 @@ func (s *shard) emit(se *series, start, end int64, late, inWindow bool) {
 	if a.Exemplars > 0 {
 		r.MaxExemplar, r.HasMaxExemplar = windowMaxExemplar(se.panes[first : first+n])
 	}
+	if len(a.Accumulators) > 0 {
+		r.Values = s.windowValues(se.agg, se.panes[first:first+n], r.Values)
+	}
 	s.fillPoint(se, r, end, late)
 	part := &s.wTotal
 	if late {
 		part = &s.wDelta
 	}
 	r.Count, r.Sum, r.ValueCount = part.count, part.sum, part.valueCount
-	r.WindowValueCount = s.wTotal.valueCount
+	r.WindowValueCount, r.WindowCount, r.WindowSum = s.wTotal.valueCount, s.wTotal.count, s.wTotal.sum
 	if s.wTotal.valueCount > 0 {
 		r.Avg = s.wTotal.sum / float64(s.wTotal.valueCount)
 		r.Min, r.Max = s.wTotal.min, s.wTotal.max

@@ -22,6 +22,8 @@ type Engine struct {
 	wm    *watermark
 	// exemplars: some aggregation keeps exemplars, and a Batch stages one per record
 	exemplars bool
+	// accumulators: some aggregation has accumulators, and Apply adds each record as a whole
+	accumulators bool
 
 	seed     maphash.Seed
 	shards   []*shard
@@ -80,6 +82,7 @@ func New(cfg Config) (*Engine, error) {
 	e.dueAt.Store(e.g.nextBoundary(minTime))
 	e.pin.Store(maxTime)
 	e.exemplars = slices.ContainsFunc(e.aggs, func(a Aggregation) bool { return a.Exemplars > 0 })
+	e.accumulators = slices.ContainsFunc(e.aggs, func(a Aggregation) bool { return len(a.Accumulators) > 0 })
 	return e, nil
 }
 

@@ -21,6 +21,9 @@ type pane struct {
 	// counts are the pane's on-time values in the aggregation's explicit buckets (nil without), for
 	// its slide's point; deltaCounts those of delta, made when a late firing first needs them.
 	counts, deltaCounts []uint64
+	// accs are the aggregation's accumulators of every record of the pane (see Accumulator); nil
+	// without. Behind a pointer: a pane without them, the usual one, is a word longer only.
+	accs *accumulators
 }
 
 func (p *pane) dirty() bool { return p.delta.count > 0 }
@@ -54,6 +57,7 @@ type panePool struct {
 	sketches  sketchFree
 	counts    countsFree
 	exemplars exemplarsFree
+	accs      accumulatorsFree
 }
 
 // paneMaker is what a series needs to make and fill its panes: the windowing, the aggregations, and
@@ -64,10 +68,10 @@ type paneMaker struct {
 	pool panePool
 }
 
-// newPane returns an empty pane at start with the sketches and counts that aggregation a keeps, under
-// the output mode of g.
-func newPane(start int64, a *Aggregation, g *windowing, sp *panePool) pane {
-	p := pane{start: start}
+// newPane returns an empty pane at start with the sketches, counts and accumulators that aggregation
+// agg keeps, under the output mode of g.
+func newPane(start int64, agg int32, a *Aggregation, g *windowing, sp *panePool) pane {
+	p := pane{start: start, accs: sp.accs.get(agg, a.Accumulators)}
 	if a.KeepsSketch() {
 		p.hist = sp.sketches.get()
 	}
@@ -83,8 +87,11 @@ func newPane(start int64, a *Aggregation, g *windowing, sp *panePool) pane {
 	return p
 }
 
-// release gives the pane's sketches and counts back to the pool.
-func (p *pane) release(sp *panePool) {
+// release gives the pane's sketches, counts and accumulators back to the pool; agg is its
+// aggregation.
+func (p *pane) release(agg int32, sp *panePool) {
+	sp.accs.put(agg, p.accs)
+	p.accs = nil
 	sp.sketches.put(p.hist)
 	sp.sketches.put(p.deltaHist)
 	sp.counts.put(p.counts)

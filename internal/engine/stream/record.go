@@ -17,6 +17,10 @@ type Record struct {
 	// Weight is the records this one stands for (a sampled span's adjusted count): it counts as
 	// Weight records of its value in every aggregate but min, max and exemplars. 0 means 1.
 	Weight uint32
+	// IDs are the record's identifiers for the aggregation's accumulators that take one
+	// (AccumulatorKind.ID): hashes of a value such as a user id or the trace id, 0 where the record
+	// has none. Staging copies them.
+	IDs []uint64
 }
 
 // Distribution is a record that is itself a distribution of values (a histogram data point), staged

@@ -26,9 +26,14 @@ type Result struct {
 	ValueCount uint64  // finite values behind Sum (delta when late)
 
 	WindowValueCount uint64  // finite values in the whole window; Avg, Min, Max and Quantiles need > 0
+	WindowCount      uint64  // records in the whole window
+	WindowSum        float64 // of the finite values of the whole window
 	Avg, Min, Max    float64 // whole window
 	Quantiles        []float64
-	Hist             *sketch.Histogram // nil unless the aggregation reports a histogram (delta when late)
+	// Values are the figures of the aggregation's accumulators (Aggregation.Accumulators), in their
+	// order, of the whole window; nil without a window.
+	Values []float64
+	Hist   *sketch.Histogram // nil unless the aggregation reports a histogram (delta when late)
 	// MaxExemplar, with Aggregation.Exemplars and HasMaxExemplar, is the record with the greatest value
 	// in the whole window among those that came with a span (the first of equals).
 	MaxExemplar    exemplar.Exemplar
@@ -51,8 +56,8 @@ type Result struct {
 
 // reset empties r for reuse, keeping its Quantiles and Hist storage.
 func (r *Result) reset() {
-	q, h, ph, bc, ex := r.Quantiles[:0], r.histStore, r.pointStore, r.countsStore, r.exStore
-	*r = Result{Quantiles: q, histStore: h, pointStore: ph, countsStore: bc, exStore: ex}
+	q, vs, h, ph, bc, ex := r.Quantiles[:0], r.Values[:0], r.histStore, r.pointStore, r.countsStore, r.exStore
+	*r = Result{Quantiles: q, Values: vs, histStore: h, pointStore: ph, countsStore: bc, exStore: ex}
 }
 
 // pointExemplars copies the exemplars of res into r's storage, in order of time.

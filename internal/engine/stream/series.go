@@ -87,7 +87,7 @@ func (s *series) pane(start int64, pm *paneMaker) *pane {
 	}
 	s.panes = append(s.panes, pane{})
 	copy(s.panes[i+1:], s.panes[i:])
-	s.panes[i] = newPane(start, &pm.aggs[s.agg], &pm.g, &pm.pool)
+	s.panes[i] = newPane(start, s.agg, &pm.aggs[s.agg], &pm.g, &pm.pool)
 	return &s.panes[i]
 }
 
@@ -232,7 +232,7 @@ func (s *series) dropPanesBefore(t, size int64, sp *panePool) {
 		if s.inAcc(p.start, size) && p.hist != nil && !s.acc.Subtract(p.hist) {
 			s.accOK = false
 		}
-		p.release(sp)
+		p.release(s.agg, sp)
 		i++
 	}
 	if i == 0 {

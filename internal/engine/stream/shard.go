@@ -28,6 +28,7 @@ type shard struct {
 	wTotal, wDelta   totals
 	wHist, wDeltaHst *sketch.Histogram
 	pointEx          exemplar.Reservoir // scratch for merging a point's exemplars
+	wAccs            []*accumulators    // scratch for merging a window's accumulators, by aggregation
 
 	windowsFired, lateFirings uint64 // firings produced, read under mu
 
@@ -140,15 +141,18 @@ func (s *shard) release(se *series) {
 
 // addItem puts item it of pane start, judged as verdict, with its exemplar ex (nil: none), into series
 // se: the value (addValue) or the distribution (addDist), then the exemplar where the value went
-// (addExemplar).
+// (addExemplar), then the accumulators of its pane (accumulate).
 func (s *shard) addItem(se *series, start int64, it *item, verdict Verdict, ex *exemplar.Exemplar) {
 	if it.dist != nil {
 		s.addDist(se, start, it.dist, verdict)
-		return
+	} else {
+		s.addValue(se, start, it.v, it.n, verdict)
+		if ex != nil {
+			s.addExemplar(se, start, it.v, verdict, ex)
+		}
 	}
-	s.addValue(se, start, it.v, it.n, verdict)
-	if ex != nil {
-		s.addExemplar(se, start, it.v, verdict, ex)
+	if len(s.aggs[se.agg].Accumulators) > 0 {
+		s.accumulate(se, start, it)
 	}
 }
 

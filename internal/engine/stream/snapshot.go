@@ -13,11 +13,14 @@ import (
 // are not part of the configuration: a snapshot restores into an engine that keeps more, fewer or
 // none, and the exemplars restored are what reservoirs of the engine's size would have kept of them.
 //
-// There is one format: a snapshot of another version does not restore (no release has been made that
-// would have left one behind).
+// A snapshot of version 6, which is this format without accumulators, restores into an engine whose
+// aggregations have none; one of another version does not restore.
 const (
 	snapshotMagic   = "WAGS"
-	snapshotVersion = 6
+	snapshotVersion = 7
+	// snapshotV6 is the version before accumulators (Aggregation.Accumulators): it restores into
+	// an engine whose aggregations have none.
+	snapshotV6 = 6
 )
 
 // errSnapshotMismatch says that a snapshot was taken under another configuration.
@@ -74,6 +77,13 @@ func (e *Engine) Snapshot(dst []byte) []byte {
 			enc.float(b)
 		}
 	}
+	for _, a := range e.aggs {
+		enc.uvarint(uint64(len(a.Accumulators)))
+		for _, k := range a.Accumulators {
+			enc.bytes(k.Name)
+			enc.varint(int64(k.ID))
+		}
+	}
 	enc.varint(wst.event)
 	enc.varint(wst.floor)
 	enc.varint(wst.high)
@@ -128,6 +138,7 @@ func encodeSeries(enc *encoder, se *series) {
 			enc.b = p.ex.all.AppendBinary(enc.b)
 			enc.b = p.ex.delta.AppendBinary(enc.b)
 		}
+		encodeAccumulators(enc, p.accs)
 	}
 	ac := se.ac
 	enc.bool(ac != nil)
@@ -182,6 +193,12 @@ func encodeResult(enc *encoder, r *Result) {
 	if r.HasMaxExemplar {
 		enc.b = exemplar.AppendList(enc.b, []exemplar.Exemplar{r.MaxExemplar})
 	}
+	enc.uvarint(r.WindowCount)
+	enc.float(r.WindowSum)
+	enc.uvarint(uint64(len(r.Values)))
+	for _, v := range r.Values {
+		enc.float(v)
+	}
 }
 
 // Restore loads a snapshot into an engine that has not ingested anything. On error the engine is left
@@ -194,9 +211,10 @@ func (e *Engine) Restore(b []byte) error {
 	}
 	d := &decoder{b: b[len(snapshotMagic):]}
 	version := d.uvarint()
-	if d.err == nil && version != snapshotVersion {
-		return fmt.Errorf("snapshot format version %d, this build reads version %d", version, snapshotVersion)
+	if d.err == nil && version != snapshotVersion && version != snapshotV6 {
+		return fmt.Errorf("snapshot format version %d, this build reads versions %d and %d", version, snapshotV6, snapshotVersion)
 	}
+	d.old = version == snapshotV6
 	if err := e.checkConfig(d); err != nil {
 		return err
 	}
@@ -323,6 +341,23 @@ func (e *Engine) checkConfig(d *decoder) error {
 			}
 		}
 	}
+	for _, a := range e.aggs {
+		n := 0
+		if !d.old {
+			n = d.count(2)
+		}
+		if d.err != nil {
+			return d.err
+		}
+		if n != len(a.Accumulators) {
+			return errSnapshotMismatch
+		}
+		for _, k := range a.Accumulators {
+			if d.bytes() != k.Name || d.varint() != int64(k.ID) {
+				return errSnapshotMismatch
+			}
+		}
+	}
 	return d.err
 }
 
@@ -353,6 +388,7 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 			decodeExemplars(d, all)
 			decodeExemplars(d, delta)
 		}
+		p.accs = decodeAccumulators(d, a.Accumulators, d.old)
 		if d.err != nil {
 			return se
 		}
@@ -436,6 +472,22 @@ func (e *Engine) decodeResult(d *decoder, r *Result) {
 			pt.Exemplars = r.pointExemplars(pointEx)
 		}
 		r.MaxExemplar, r.HasMaxExemplar = maxEx.Max()
+	}
+	if d.old {
+		// A version 6 result has neither: a first firing's are its own; a late firing's are unknown
+		// (0), and it gives no rate.
+		if !r.late {
+			r.WindowCount, r.WindowSum = r.Count, r.Sum
+		}
+	} else {
+		r.WindowCount, r.WindowSum = d.uvarint(), d.float()
+		nv := d.count(8)
+		for range nv {
+			r.Values = append(r.Values, d.float())
+		}
+		if want := len(a.Accumulators); d.err == nil && nv != want && (nv != 0 || r.HasWindow) {
+			d.fail() // a firing has every accumulator's figure; a point alone has none
+		}
 	}
 	if pt.ValueCount > pt.Count {
 		d.fail()

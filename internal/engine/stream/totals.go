@@ -66,6 +66,7 @@ type item struct {
 	n        uint64
 	hasValue bool
 	dist     *Distribution
+	ids      []uint64 // the record's identifiers (Record.IDs), for the accumulators
 }
 
 func (t *totals) addItem(it *item) {
