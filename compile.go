@@ -104,9 +104,13 @@ func compileAggregation(index int, a AggregationConfig, parsers *ingest.OTTLPars
 		key, _ := attributeKey(string(w))
 		c.Weight, c.WeightKey = ingest.WeighAttribute, ingest.NewKeyRef(key, sg)
 	}
-	var err error
-	if c.Outputs, c.Quantiles, err = delivery.Compile(a.outputs()); err != nil {
+	outs, err := delivery.Compile(a.outputs())
+	if err != nil {
 		return nil, fmt.Errorf("aggregation %q: %w", a.Name, err)
+	}
+	c.Outputs, c.Quantiles, c.Accumulators = outs.Outputs, outs.Quantiles, outs.Accumulators
+	for _, key := range outs.Keys {
+		c.Distinct = append(c.Distinct, ingest.NewDistinctKeyRef(key, sg))
 	}
 	c.Histogram = delivery.Has(c.Outputs, delivery.Histogram)
 	if h := a.Histogram; h != nil && h.Explicit != nil {

@@ -10,7 +10,7 @@ import (
 // The memory formula of the README, per aggregation (and, with dedup, for the component what a full
 // set of max_ids identities takes, dedup.Footprint: at most 12 bytes an identity):
 //
-//	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B + X)) + I
+//	bytes ≈ (max_series + 1) × (seriesBytes + key bytes + A + P × (paneBytes + S + B + X + C)) + I
 //	P = (size + allowed_lateness + max_out_of_orderness + max_future_skew) / slide + 1
 //	I = max_input_streams × (inputStreamBytes + B' + S') for metrics, else 0
 //
@@ -20,7 +20,9 @@ import (
 // exemplars kept, max_per_data_point or 1 for the max gauge alone: paneExemplarsBytes +
 // exemplarBytes × (k - 1), the second term twice when late firings revise), and A what a series adds
 // up beyond its panes with cumulative output or folded late records: accrualBytes, a sketch with an
-// exponential histogram, B, and with exemplars reservoirBytes + exemplarBytes × (k - 1). The
+// exponential histogram, B, and with exemplars reservoirBytes + exemplarBytes × (k - 1); C a pane's
+// accumulators, at most stream.AccumulatorKind.Bytes each (stddev and stdvar 40, a distinct output
+// 12.6 KiB once it holds more than 64 values). The
 // estimate logged at start takes assumedKeyBytes per group_by key and assumedSketch bytes per sketch;
 // the README says how to read it. A metrics aggregation keeps per cumulative input stream its last
 // point (inputStreamBytes), with its explicit buckets' counts when they are the output's (B', 8 bytes
@@ -33,7 +35,7 @@ const (
 
 const (
 	seriesBytes     = 550
-	paneBytes       = 160
+	paneBytes       = 168
 	accrualBytes    = 200
 	assumedKeyBytes = 64
 	assumedSketch   = 1024
@@ -106,8 +108,12 @@ func memoryEstimate(cfg *Config, a *ingest.Aggregation) int64 {
 			accrual += reservoirBytes + exemplarBytes*(k-1)
 		}
 	}
+	var accs int64
+	for _, k := range a.Accumulators {
+		accs += int64(k.Bytes)
+	}
 	key := int64(assumedKeyBytes * len(a.GroupBy))
-	return int64(cfg.MaxSeries+1)*(seriesBytes+key+accrual+panesPerSeries(cfg)*(paneBytes+sketch+paneCounts+paneExemplars)) +
+	return int64(cfg.MaxSeries+1)*(seriesBytes+key+accrual+panesPerSeries(cfg)*(paneBytes+sketch+paneCounts+paneExemplars+accs)) +
 		inputStreamsEstimate(cfg, a)
 }
 

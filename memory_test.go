@@ -24,12 +24,12 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	}
 	fields := loggedEstimate(t, cfg)
 	// P = (60 + 30 + 5 + 300) s / 60 s + 1 = 7 panes.
-	// lat: 10001 × (550 + 2 × 64 + 7 × (160 + 1024)) = 10001 × 8966; n: 10001 × (550 + 7 × 160) = 10001 × 1670.
+	// lat: 10001 × (550 + 2 × 64 + 7 × (168 + 1024)) = 10001 × 9022; n: 10001 × (550 + 7 × 168) = 10001 × 1726.
 	// Pending points, sums and gauges: 100000 × 345. Dedup's default 5,000,000 identities at 12 bytes
 	// (internal/dedup: an 8-byte entry in tables at least 72% full, rounded up).
 	const dedupBytes = 5_000_000 * 12
-	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 8966, "bytes.n": 10001 * 1670, "bytes.dedup": dedupBytes,
-		"bytes": 10001*(8966+1670) + dedupBytes, "bytes.pending_points": 100000 * 345}
+	want := map[string]int64{"panes_per_series": 7, "bytes.lat": 10001 * 9022, "bytes.n": 10001 * 1726, "bytes.dedup": dedupBytes,
+		"bytes": 10001*(9022+1726) + dedupBytes, "bytes.pending_points": 100000 * 345}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("%s = %v, want %d", k, fields[k], v)
@@ -37,10 +37,17 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	}
 	cfg.Dedup.Enabled = false
 	fields = loggedEstimate(t, cfg)
-	if _, ok := fields["bytes.dedup"]; ok || fields["bytes"] != int64(10001*(8966+1670)) {
-		t.Errorf("without dedup: bytes %v, bytes.dedup %v; want %d and none", fields["bytes"], fields["bytes.dedup"], 10001*(8966+1670))
+	if _, ok := fields["bytes.dedup"]; ok || fields["bytes"] != int64(10001*(9022+1726)) {
+		t.Errorf("without dedup: bytes %v, bytes.dedup %v; want %d and none", fields["bytes"], fields["bytes.dedup"], 10001*(9022+1726))
 	}
 	cfg.Dedup.Enabled = true
+
+	// Accumulators: stddev and stdvar 40 bytes each a pane, a distinct output its registers and
+	// unused exact list (12,800) and 64: 10001 × (550 + 7 × (168 + 40 + 40 + 12864)) = 10001 × 92334.
+	cfg.Aggregations = []AggregationConfig{{Name: "s", Signal: "spans", Outputs: []string{"stddev", "stdvar", "distinct:user.id"}}}
+	if fields = loggedEstimate(t, cfg); fields["bytes.s"] != int64(10001*92334) {
+		t.Errorf("accumulators: bytes.s = %v, want %d", fields["bytes.s"], 10001*92334)
+	}
 
 	// Cumulative, with an explicit histogram of 4 bounds (5 counts, 40 bytes) and an exponential one.
 	cfg.Temporality, cfg.LateFirings = temporalityCumulative, lateFold
@@ -50,11 +57,11 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 		{Name: "e", Signal: "spans", Outputs: []string{"histogram"}},
 	}
 	fields = loggedEstimate(t, cfg)
-	// h: 10001 × (550 + 64 + (200 + 40) + 7 × (160 + 40)) = 10001 × 2254;
-	// e: 10001 × (550 + (200 + 1024) + 7 × (160 + 1024)) = 10001 × 10062 (no late-delta sketch when folding).
+	// h: 10001 × (550 + 64 + (200 + 40) + 7 × (168 + 40)) = 10001 × 2310;
+	// e: 10001 × (550 + (200 + 1024) + 7 × (168 + 1024)) = 10001 × 10118 (no late-delta sketch when folding).
 	// Pending points: the exponential histogram's at max_size 160, 345 + 17 × 160 / 2 = 1705
 	// bytes, against the explicit one's 345 + 19 × 5.
-	want = map[string]int64{"bytes.h": 10001 * 2254, "bytes.e": 10001 * 10062, "bytes.pending_points": 100000 * 1705}
+	want = map[string]int64{"bytes.h": 10001 * 2310, "bytes.e": 10001 * 10118, "bytes.pending_points": 100000 * 1705}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("cumulative: %s = %v, want %d", k, fields[k], v)
@@ -62,19 +69,19 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	}
 
 	// With 5 exemplars a point, h's panes hold two reservoirs (210 bytes) and 4 exemplars of 55
-	// bytes, its accrual one reservoir (112) and 4 more: 10001 × (2254 + 7 × 430 + 332) = 10001 × 5596.
+	// bytes, its accrual one reservoir (112) and 4 more: 10001 × (2310 + 7 × 430 + 332) = 10001 × 5652.
 	cfg.Aggregations[0].Exemplars = ExemplarsConfig{Enabled: true}
 	fields = loggedEstimate(t, cfg)
-	if want := int64(10001 * 5596); fields["bytes.h"] != want {
+	if want := int64(10001 * 5652); fields["bytes.h"] != want {
 		t.Errorf("exemplars, cumulative: bytes.h = %v, want %d", fields["bytes.h"], want)
 	}
 	// Delta points with late firings that revise: no accrual, and a pane's late delta has 4
-	// exemplars of its own: 10001 × (550 + 64 + 7 × (160 + 2 × 40 + 210 + 2 × 220)) = 10001 × 6844.
+	// exemplars of its own: 10001 × (550 + 64 + 7 × (168 + 2 × 40 + 210 + 2 × 220)) = 10001 × 6900.
 	// h's point carries 5 exemplars of 150 bytes: 345 + 19 × 5 + 750 = 1190 bytes.
 	cfg.Temporality, cfg.LateFirings = temporalityDelta, lateRevise
 	cfg.Aggregations = cfg.Aggregations[:1]
 	fields = loggedEstimate(t, cfg)
-	want = map[string]int64{"bytes.h": 10001 * 6844, "bytes.pending_points": 100000 * 1190}
+	want = map[string]int64{"bytes.h": 10001 * 6900, "bytes.pending_points": 100000 * 1190}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("exemplars, revise: %s = %v, want %d", k, fields[k], v)
@@ -96,11 +103,11 @@ func TestMemoryEstimateCountsInputStreams(t *testing.T) {
 	}
 	fields := loggedEstimate(t, cfg)
 	// P = (10 + 0 + 0 + 300) s / 10 s + 1 = 32; delta, revise: no accrual.
-	// c: 10001 × (550 + 32 × 160) + 1000 × 130
-	// h: 10001 × (550 + 32 × (160 + 2 × 32)) + 1000 × (130 + 32)
-	// e: 10001 × (550 + 32 × (160 + 1024)) + 1000 × (130 + 340)
-	want := map[string]int64{"bytes.c": 10001*(550+32*160) + 1000*130, "bytes.h": 10001*(550+32*(160+64)) + 1000*162,
-		"bytes.e": 10001*(550+32*(160+1024)) + 1000*470}
+	// c: 10001 × (550 + 32 × 168) + 1000 × 130
+	// h: 10001 × (550 + 32 × (168 + 2 × 32)) + 1000 × (130 + 32)
+	// e: 10001 × (550 + 32 × (168 + 1024)) + 1000 × (130 + 340)
+	want := map[string]int64{"bytes.c": 10001*(550+32*168) + 1000*130, "bytes.h": 10001*(550+32*(168+64)) + 1000*162,
+		"bytes.e": 10001*(550+32*(168+1024)) + 1000*470}
 	for k, v := range want {
 		if fields[k] != v {
 			t.Errorf("%s = %v, want %d", k, fields[k], v)

@@ -14,7 +14,8 @@ import (
 )
 
 // Every row of the table of outputs, through the connector, on one window worked out by hand: four
-// spans of 10, 20, 30 and 40 ms in [0, 10). A new row needs its case here.
+// spans of 10, 20, 30 and 40 ms in [0, 10), of four traces, three with a user.id (u1, u2, u1). A new
+// row needs its case here.
 func TestEveryOutputOfTheTable(t *testing.T) {
 	useFakeClock(t)
 	type want struct {
@@ -32,8 +33,14 @@ func TestEveryOutputOfTheTable(t *testing.T) {
 		"max":       {"o.max", pmetric.MetricTypeGauge, "ms", 40, 0},
 		"p50":       {"o.p50", pmetric.MetricTypeGauge, "ms", 20, 0.01}, // pNN; nearest rank: the 2nd of 4
 		"histogram": {"o.histogram", pmetric.MetricTypeExponentialHistogram, "ms", 4, 0},
+		// mean 25: (15² + 5² + 5² + 15²) / 4 = 125
+		"stddev":            {"o.stddev", pmetric.MetricTypeGauge, "ms", math.Sqrt(125), 1e-12},
+		"stdvar":            {"o.stdvar", pmetric.MetricTypeGauge, "ms2", 125, 1e-12},
+		"rate":              {"o.rate", pmetric.MetricTypeGauge, "{span}/s", 0.4, 0}, // 4 spans in 10 s
+		"distinct:trace_id": {"o.distinct.trace_id", pmetric.MetricTypeGauge, "{value}", 4, 0},
+		"distinct:user.id":  {"o.distinct.user.id", pmetric.MetricTypeGauge, "{value}", 2, 0}, // not a row: a second key
 	}
-	configured := delivery.Rows()
+	configured := append(delivery.Rows(), "distinct:user.id")
 	for _, row := range configured {
 		if _, ok := cases[row]; !ok {
 			t.Errorf("output %q has no case in this test", row)
@@ -51,8 +58,10 @@ func TestEveryOutputOfTheTable(t *testing.T) {
 				{Name: "e", Signal: "spans", Outputs: []string{"histogram"},
 					Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{"15ms", "35ms"}}}}}
 			h := newConnectorHarness(t, cfg, false)
-			h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 1, ms: 10}, spanSpec{service: "a", name: "x", end: 2, ms: 20},
-				spanSpec{service: "a", name: "x", end: 3, ms: 30}, spanSpec{service: "a", name: "x", end: 4, ms: 40}))
+			user := func(u string) map[string]any { return map[string]any{"user.id": u} }
+			h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 1, ms: 10, id: 1, attrs: user("u1")},
+				spanSpec{service: "a", name: "x", end: 2, ms: 20, id: 2, attrs: user("u2")},
+				spanSpec{service: "a", name: "x", end: 3, ms: 30, id: 3, attrs: user("u1")}, spanSpec{service: "a", name: "x", end: 4, ms: 40, id: 4}))
 			h.sendTraces(traces(spanSpec{service: "a", name: "x", end: 11, ms: 1})) // W = 11: [0,10) fires
 			got := map[string]pmetric.Metric{}
 			for _, md := range h.metrics.AllMetrics() {
@@ -87,7 +96,11 @@ func TestEveryOutputOfTheTable(t *testing.T) {
 						v = float64(dp.IntValue())
 					}
 				case pmetric.MetricTypeGauge:
-					v = m.Gauge().DataPoints().At(0).DoubleValue()
+					dp := m.Gauge().DataPoints().At(0)
+					v = dp.DoubleValue()
+					if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+						v = float64(dp.IntValue())
+					}
 				case pmetric.MetricTypeExponentialHistogram:
 					if m.ExponentialHistogram().AggregationTemporality() != wantTemporality {
 						t.Errorf("%s: temporality %v", row, m.ExponentialHistogram().AggregationTemporality())

@@ -312,6 +312,16 @@ func (v *aggregationCheck) outputs(hasValue bool) map[string]bool {
 		if def.NeedsValue() && !hasValue {
 			v.bad("outputs", "%q needs a value; set value: attribute:<key>", o)
 		}
+		if key, ok := delivery.DistinctKey(o); ok {
+			switch {
+			case strings.TrimSpace(key) != key:
+				v.bad("outputs", "%q: the key has leading or trailing spaces", o)
+			case key == ingest.TraceIDKey && v.sg.Points:
+				v.bad("outputs", "%q: metric points have no trace id; trace_id applies to spans and logs", o)
+			case key != ingest.TraceIDKey && ingest.FieldOwner(key) != nil && v.sg.Field(key) < 0:
+				v.bad("outputs", "%q: %q applies to %s only", o, key, ingest.FieldOwner(key).Name)
+			}
+		}
 	}
 	return outs
 }

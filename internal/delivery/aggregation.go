@@ -26,4 +26,6 @@ type Aggregation struct {
 	// asked when one of its metrics is made: a metrics aggregation learns both from its input.
 	Unit         func() string
 	MonotonicSum func() bool
+	// RatesSum: its rate output is its sum per second (metric points), not its count's.
+	RatesSum bool
 }

@@ -160,11 +160,17 @@ func (b *builder) add(r *stream.Result) {
 			if !r.HasWindow || r.WindowValueCount == 0 {
 				continue
 			}
-			if v := e.def.value(r, e.q); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			if v := e.def.value(r, e.q, a); !math.IsNaN(v) && !math.IsInf(v, 0) {
 				dp := b.number(ro, i, a, start, end, v, attrs)
 				if r.HasMaxExemplar && e.def.windowMax {
 					putExemplar(dp.Exemplars().AppendEmpty(), &r.MaxExemplar)
 				}
+			}
+			continue
+		}
+		if e.def.ofWindow {
+			if r.HasWindow {
+				b.windowGauge(ro, i, a, start, end, r, e, attrs)
 			}
 			continue
 		}
@@ -179,11 +185,11 @@ func (b *builder) add(r *stream.Result) {
 			dp := b.metric(ro, i, a).Sum().DataPoints().AppendEmpty()
 			dp.SetStartTimestamp(pointStart)
 			dp.SetTimestamp(end)
-			dp.SetIntValue(e.def.intValue(r))
+			dp.SetIntValue(e.def.intValue(r, e.q))
 			attrs(dp.Attributes())
 			b.points++
 		case shapeSum:
-			b.number(ro, i, a, pointStart, end, e.def.value(r, e.q), attrs)
+			b.number(ro, i, a, pointStart, end, e.def.value(r, e.q, a), attrs)
 		case shapeHistogram:
 			if a.Bounds != nil {
 				b.explicitHistogram(ro, i, r.Agg, pointStart, end, &r.Point, attrs)
@@ -192,6 +198,23 @@ func (b *builder) add(r *stream.Result) {
 			}
 		}
 	}
+}
+
+// windowGauge appends the data point of output e, a gauge of the whole window (Output.ofWindow),
+// of int or double values.
+func (b *builder) windowGauge(ro *aggOut, slot int, a *Aggregation, start, end pcommon.Timestamp, r *stream.Result, e *Emitted, attrs func(pcommon.Map)) {
+	if e.def.metric != shapeIntGauge {
+		if v := e.def.value(r, e.q, a); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			b.number(ro, slot, a, start, end, v, attrs)
+		}
+		return
+	}
+	dp := b.metric(ro, slot, a).Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(end)
+	dp.SetIntValue(e.def.intValue(r, e.q))
+	attrs(dp.Attributes())
+	b.points++
 }
 
 // explicitHistogram appends the explicit-bucket histogram data point of point p.
@@ -391,11 +414,16 @@ func (b *builder) metric(ro *aggOut, slot int, a *Aggregation) pmetric.Metric {
 // outputs with temporality t.
 func (e *Emitted) describe(m pmetric.Metric, a *Aggregation, t pmetric.AggregationTemporality) {
 	desc := e.def.description
-	if e.def.pattern != nil {
+	if key, ok := strings.CutPrefix(e.name, "distinct."); ok && e.def.accumulator != nil {
+		desc = strings.Replace(desc, "<key>", key, 1)
+	} else if e.def.pattern != nil {
 		desc = strings.Replace(desc, e.def.name, e.name, 1)
 	}
 	m.SetDescription(desc)
 	m.SetUnit(a.Unit())
+	if e.def.unit != nil {
+		m.SetUnit(e.def.unit(a))
+	}
 	switch e.def.metric {
 	case shapeCount:
 		m.SetUnit("{" + a.Record + "}")
@@ -406,7 +434,7 @@ func (e *Emitted) describe(m pmetric.Metric, a *Aggregation, t pmetric.Aggregati
 		s := m.SetEmptySum()
 		s.SetAggregationTemporality(t)
 		s.SetIsMonotonic(a.MonotonicSum()) // a duration, or a counter's increase, is never negative
-	case shapeGauge:
+	case shapeGauge, shapeIntGauge:
 		m.SetEmptyGauge()
 	case shapeHistogram:
 		if a.Bounds != nil {

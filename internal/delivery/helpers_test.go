@@ -5,10 +5,10 @@ import "testing"
 // testAggregation is an aggregation of spans named name, of no group_by keys, with outputs.
 func testAggregation(t testing.TB, name string, outputs ...string) *Aggregation {
 	t.Helper()
-	out, _, err := Compile(outputs)
+	c, err := Compile(outputs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Aggregation{Name: name, Record: "span", Outputs: out, HistMax: 160,
+	return &Aggregation{Name: name, Record: "span", Outputs: c.Outputs, HistMax: 160,
 		Unit: func() string { return "ms" }, MonotonicSum: func() bool { return true }}
 }

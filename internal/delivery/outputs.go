@@ -13,10 +13,11 @@ import (
 // Output is one row of the table of outputs: what an aggregation's `outputs` entry emits. Adding an
 // output is a row here and its case in the component's test of every row.
 type Output struct {
-	// name is the configured name; a family (the percentiles) matches pattern instead, and the
-	// metric is named as configured.
-	name    string
-	pattern *regexp.Regexp
+	// name is the configured name; a family (the percentiles, distinct values) matches pattern
+	// instead, and examples are some of its members, the first standing for the family.
+	name     string
+	pattern  *regexp.Regexp
+	examples []string
 	// needsValue: a value output, refused for an aggregation without a value.
 	needsValue bool
 	metric     metricShape
@@ -25,8 +26,8 @@ type Output struct {
 	// value is a double output's value for a result; q is the output's index among the family's
 	// configured members (the percentile's index in Result.Quantiles). count's is intValue; the
 	// histogram's is the point's sketch or bucket counts.
-	value    func(r *stream.Result, q int) float64
-	intValue func(r *stream.Result) int64
+	value    func(r *stream.Result, q int, a *Aggregation) float64
+	intValue func(r *stream.Result, q int) int64
 	// ofWindowValues: a gauge of the values of the whole window, emitted for a window with at least
 	// one value. The others are additive: they come from the result's point (see stream.Point), with
 	// the configured temporality.
@@ -34,6 +35,15 @@ type Output struct {
 	// windowMax: the gauge of the window's greatest value, which carries its exemplar (see
 	// Result.MaxExemplar).
 	windowMax bool
+	// ofWindow: a gauge of the whole window, emitted at every firing of one, whether or not it has
+	// values (distinct, rate).
+	ofWindow bool
+	// accumulator, for an output whose state the engine keeps in an accumulator of its own (see
+	// stream.Accumulator), makes its kind; id is the index of the record identifier it takes, for an
+	// output of a key (distinct). Its value reads Result.Values at the configured output's index.
+	accumulator func(id int) stream.AccumulatorKind
+	// unit is its metric's unit, given the aggregation's; nil: the aggregation's.
+	unit func(a *Aggregation) string
 }
 
 // metricShape is the pdata type of an output's metric.
@@ -44,6 +54,7 @@ const (
 	shapeSum                          // Sum of doubles, monotonic for durations and increases; the aggregation's unit
 	shapeGauge                        // Gauge of doubles; the aggregation's unit
 	shapeHistogram                    // ExponentialHistogram, or Histogram with explicit buckets; the aggregation's unit
+	shapeIntGauge                     // Gauge of ints
 )
 
 const additive = " (cumulative: since the series' start; delta: in the slide)."
@@ -51,20 +62,62 @@ const additive = " (cumulative: since the series' start; delta: in the slide)."
 // outputs is the table, in the order their metrics are made for a result.
 var outputs = []Output{
 	{name: Count, metric: shapeCount, description: "Records" + additive,
-		intValue: func(r *stream.Result) int64 { return int64(min(r.Point.Count, math.MaxInt64)) }}, // saturated
+		intValue: func(r *stream.Result, _ int) int64 { return int64(min(r.Point.Count, math.MaxInt64)) }}, // saturated
 	{name: "sum", needsValue: true, metric: shapeSum, description: "Sum of the values" + additive,
-		value: func(r *stream.Result, _ int) float64 { return r.Point.Sum }},
+		value: func(r *stream.Result, _ int, _ *Aggregation) float64 { return r.Point.Sum }},
 	{name: "avg", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Mean of the values in the window.",
-		value: func(r *stream.Result, _ int) float64 { return r.Avg }},
+		value: func(r *stream.Result, _ int, _ *Aggregation) float64 { return r.Avg }},
 	{name: "min", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Least value in the window.",
-		value: func(r *stream.Result, _ int) float64 { return r.Min }},
+		value: func(r *stream.Result, _ int, _ *Aggregation) float64 { return r.Min }},
 	{name: Max, needsValue: true, metric: shapeGauge, ofWindowValues: true, windowMax: true, description: "Greatest value in the window.",
-		value: func(r *stream.Result, _ int) float64 { return r.Max }},
-	{name: "pNN", pattern: regexp.MustCompile(`^p([0-9]{1,6})$`), needsValue: true, metric: shapeGauge, ofWindowValues: true,
+		value: func(r *stream.Result, _ int, _ *Aggregation) float64 { return r.Max }},
+	{name: "pNN", pattern: regexp.MustCompile(`^p([0-9]{1,6})$`), examples: []string{"p50", "p99", "p999"}, needsValue: true, metric: shapeGauge, ofWindowValues: true,
 		description: "Percentile pNN of the values in the window, within 1% relative error.",
-		value:       func(r *stream.Result, q int) float64 { return r.Quantiles[q] }},
+		value:       func(r *stream.Result, q int, _ *Aggregation) float64 { return r.Quantiles[q] }},
 	{name: Histogram, needsValue: true, metric: shapeHistogram, description: "Histogram of the values" + additive},
+	{name: "stddev", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Population standard deviation of the values in the window.",
+		accumulator: spread, value: func(r *stream.Result, i int, _ *Aggregation) float64 { return math.Sqrt(r.Values[i]) }},
+	{name: "stdvar", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Population variance of the values in the window.",
+		accumulator: spread, value: func(r *stream.Result, i int, _ *Aggregation) float64 { return r.Values[i] },
+		unit: func(a *Aggregation) string {
+			if u := a.Unit(); u != "" && u != "1" {
+				return u + "2"
+			}
+			return a.Unit()
+		}},
+	{name: "rate", metric: shapeGauge, ofWindow: true, description: "Records per second of the window (metric points: their sum per second).",
+		value: func(r *stream.Result, _ int, a *Aggregation) float64 {
+			if r.WindowCount == 0 {
+				return math.NaN() // unknown: a late firing restored from a snapshot of version 6
+			}
+			seconds := float64(r.End-r.Start) / 1e9
+			if a.RatesSum {
+				return r.WindowSum / seconds
+			}
+			return float64(r.WindowCount) / seconds
+		},
+		unit: func(a *Aggregation) string {
+			if a.RatesSum {
+				return a.Unit() + "/s"
+			}
+			return "{" + a.Record + "}/s"
+		}},
+	{name: "distinct:<key>", pattern: regexp.MustCompile(`^` + distinctPrefix + `.+$`), examples: []string{"distinct:trace_id", "distinct:user.id"}, metric: shapeIntGauge, ofWindow: true,
+		description: "Distinct values of <key> in the window (exact up to 64, within 1% typically above).",
+		accumulator: stream.DistinctKind, intValue: func(r *stream.Result, i int) int64 { return int64(math.Round(r.Values[i])) }, unit: func(*Aggregation) string { return "{value}" }},
 }
+
+// distinctPrefix begins a distinct:<key> output; the key follows it.
+const distinctPrefix = "distinct:"
+
+// DistinctKey returns the key of a distinct:<key> output name; ok is false for another output.
+func DistinctKey(name string) (key string, ok bool) {
+	key, ok = strings.CutPrefix(name, distinctPrefix)
+	return key, ok && key != ""
+}
+
+// spread is the kind of the stddev and stdvar outputs' accumulator.
+func spread(int) stream.AccumulatorKind { return stream.SpreadKind }
 
 // The rows that the configuration names by themselves.
 const (
@@ -95,19 +148,19 @@ func Rows() []string {
 	for i, o := range outputs {
 		names[i] = o.name
 		if o.pattern != nil {
-			names[i] = "p50"
+			names[i] = o.examples[0]
 		}
 	}
 	return names
 }
 
-// Names lists the table for an error message: count, sum, ..., pNN (p50, p99, p999), histogram.
+// Names lists the table for an error message: count, sum, ..., pNN (p50, p99, p999), histogram, ....
 func Names() string {
 	names := make([]string, len(outputs))
 	for i, o := range outputs {
 		names[i] = o.name
 		if o.pattern != nil {
-			names[i] += " (p50, p99, p999)"
+			names[i] += " (" + strings.Join(o.examples, ", ") + ")"
 		}
 	}
 	return strings.Join(names, ", ")
@@ -118,11 +171,22 @@ func quantileOf(name string) (float64, error) {
 	return strconv.ParseFloat("0."+strings.TrimPrefix(name, "p"), 64)
 }
 
-// Compile returns an aggregation's configured outputs in table order (the percentiles in their
-// configured order), and its quantiles.
-func Compile(configured []string) ([]Emitted, []float64, error) {
-	var out []Emitted
-	var quantiles []float64
+// Compiled is an aggregation's configured outputs, and what the engine keeps for them.
+type Compiled struct {
+	// Outputs are in table order, a family's members in their configured order.
+	Outputs []Emitted
+	// Quantiles are the percentiles', in their order.
+	Quantiles []float64
+	// Accumulators are the kinds of the outputs that keep one (see stream.Accumulator), in their
+	// order; Keys are the keys of those that take a record identifier (distinct), by its index.
+	Accumulators []stream.AccumulatorKind
+	Keys         []string
+}
+
+// Compile returns an aggregation's configured outputs in table order (a family's in their configured
+// order), its quantiles, and its accumulators.
+func Compile(configured []string) (Compiled, error) {
+	var c Compiled
 	for i := range outputs {
 		def := &outputs[i]
 		for _, name := range configured {
@@ -130,18 +194,28 @@ func Compile(configured []string) ([]Emitted, []float64, error) {
 				continue
 			}
 			e := Emitted{def: def, name: name}
-			if def.pattern != nil {
+			if def.name == "pNN" {
 				q, err := quantileOf(name)
 				if err != nil {
-					return nil, nil, fmt.Errorf("output %q: %w", name, err)
+					return Compiled{}, fmt.Errorf("output %q: %w", name, err)
 				}
-				e.q = len(quantiles)
-				quantiles = append(quantiles, q)
+				e.q = len(c.Quantiles)
+				c.Quantiles = append(c.Quantiles, q)
 			}
-			out = append(out, e)
+			if def.accumulator != nil {
+				id := -1
+				if key, ok := strings.CutPrefix(name, distinctPrefix); ok {
+					id = len(c.Keys)
+					c.Keys = append(c.Keys, key)
+					e.name = "distinct." + key // a metric name: <name>.distinct.<key>
+				}
+				e.q = len(c.Accumulators)
+				c.Accumulators = append(c.Accumulators, def.accumulator(id))
+			}
+			c.Outputs = append(c.Outputs, e)
 		}
 	}
-	return out, quantiles, nil
+	return c, nil
 }
 
 // Has reports whether outputs hold the row named name.
@@ -158,5 +232,5 @@ func Has(outputs []Emitted, name string) bool {
 type Emitted struct {
 	def  *Output
 	name string // the metric name's suffix: the configured name
-	q    int    // index among the percentiles, for their value
+	q    int    // index among the percentiles, or among the accumulators (Result.Values), for its value
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/windowaggregator/windowaggregator/internal/delivery"
@@ -50,6 +51,11 @@ type Aggregation struct {
 	// Exemplars kept per pane and point: max_per_data_point for the histogram's points, 1 for the
 	// max gauge alone; 0: none
 	Exemplars int
+	// Accumulators are what the engine keeps for the outputs that have an accumulator (stddev,
+	// stdvar, distinct); Distinct are the keys of the distinct outputs, by identifier index
+	// (stream.Record.IDs): the trace id (Field FieldTraceID), a special key or an attribute.
+	Accumulators []stream.AccumulatorKind
+	Distinct     []KeyRef
 }
 
 // KeyRef is a group-by or where key, resolved once: a special key of the signal (field >= 0), or an
@@ -69,6 +75,20 @@ type ComputedKey struct {
 }
 
 func NewKeyRef(name string, sg *Signal) KeyRef { return KeyRef{Name: name, Field: sg.Field(name)} }
+
+// TraceIDKey names the record's trace id in a distinct:<key> output (spans and logs).
+const TraceIDKey = "trace_id"
+
+// FieldTraceID is the Field of a KeyRef to the record's trace id.
+const FieldTraceID = -2
+
+// NewDistinctKeyRef resolves the key of a distinct:<key> output: the trace id, or as a group_by key.
+func NewDistinctKeyRef(name string, sg *Signal) KeyRef {
+	if name == TraceIDKey {
+		return KeyRef{Name: name, Field: FieldTraceID}
+	}
+	return NewKeyRef(name, sg)
+}
 
 // Condition is one where.attributes equality.
 type Condition struct {
@@ -101,19 +121,23 @@ func (c *Aggregation) fields() uint32 {
 	for i := range c.Where {
 		read(c.Where[i].Key)
 	}
+	for _, k := range c.Distinct {
+		read(k)
+	}
 	return f
 }
 
 // EngineAggregation is what the engine keeps for this aggregation.
 func (c *Aggregation) EngineAggregation(maxSeries int) stream.Aggregation {
 	return stream.Aggregation{MaxSeries: maxSeries, Quantiles: c.Quantiles, Histogram: c.Histogram && c.Bounds == nil, Bounds: c.Bounds,
-		Exemplars: c.Exemplars}
+		Exemplars: c.Exemplars, Accumulators: c.Accumulators}
 }
 
 // Delivered describes the aggregation for delivery: what to build of its results, for which sinks.
 func (c *Aggregation) Delivered() *delivery.Aggregation {
 	return &delivery.Aggregation{Name: c.Name, Input: c.Signal.Input, Record: c.Signal.record, GroupBy: c.GroupByNames(), Outputs: c.Outputs,
-		Bounds: c.Bounds, HistMax: c.HistMax, StampsInstance: c.StampsInstance, Unit: c.outputUnit, MonotonicSum: c.monotonicSum}
+		Bounds: c.Bounds, HistMax: c.HistMax, StampsInstance: c.StampsInstance, Unit: c.outputUnit, MonotonicSum: c.monotonicSum,
+		RatesSum: c.Input != nil}
 }
 
 // outputUnit is the unit of its value outputs: a metrics aggregation's input's, else the configured
@@ -154,7 +178,7 @@ type SignalAggs struct {
 func (sa *SignalAggs) Add(a *Aggregation) {
 	sa.aggs = append(sa.aggs, a)
 	sa.fields |= a.fields()
-	sa.ids = sa.ids || a.Exemplars > 0
+	sa.ids = sa.ids || a.Exemplars > 0 || slices.ContainsFunc(a.Distinct, func(k KeyRef) bool { return k.Field == FieldTraceID })
 	sa.weighs = sa.weighs || a.Weight != WeighNone
 	sa.adjusted = sa.adjusted || a.Weight == WeighAdjustedCount
 	sa.kinds = sa.kinds || a.Kinds != 0

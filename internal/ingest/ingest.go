@@ -72,6 +72,10 @@ type scratch struct {
 	dedup dedupStage
 	// byAgg are the call's records by outcome per aggregation (see aggregationCounts), by index
 	byAgg []aggregationTally
+	// ids are the identifiers of the record being staged for one aggregation's distinct outputs,
+	// and idBuf the bytes one is hashed from (see distinctIDs)
+	ids   []uint64
+	idBuf []byte
 	run   ingestRun
 }
 
@@ -178,7 +182,7 @@ func (run *ingestRun) stage(aggs []*Aggregation, t int64) {
 		if it.truncated {
 			run.tl.Truncated++
 		}
-		rec.Agg, rec.Key = a.Index, kb.Key()
+		rec.Agg, rec.Key, rec.IDs = a.Index, kb.Key(), run.distinctIDs(a)
 		if it.dist != nil {
 			b.StageDistribution(rec, it.dist)
 			continue

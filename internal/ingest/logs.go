@@ -152,7 +152,11 @@ func (c *Core) Logs(ctx context.Context, ld plog.Logs, action LateAction) (late 
 		for _, sl := range rl.ScopeLogs().All() {
 			rd.setScope(rl, sl)
 			for _, lr := range sl.LogRecords().All() {
-				run.stage(sa.aggs, rd.read(lr))
+				t := rd.read(lr)
+				if sa.ids {
+					run.setIDs(lr.TraceID(), lr.SpanID())
+				}
+				run.stage(sa.aggs, t)
 			}
 		}
 	}
