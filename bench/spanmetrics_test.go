@@ -101,6 +101,18 @@ func BenchmarkTracesToMetrics(b *testing.B) {
 	}
 }
 
+// BenchmarkAccumulatorOutputs: what the outputs kept in accumulators (stddev and stdvar, a
+// distinct count of trace ids, every span its own) cost per span, against the same aggregation
+// without them, outputs=count_avg; rate, which keeps no state, for comparison. Compare the columns
+// with benchstat -col /outputs.
+func BenchmarkAccumulatorOutputs(b *testing.B) {
+	for _, outputs := range [][]string{{"count", "avg"}, {"count", "avg", "stddev", "stdvar"}, {"count", "avg", "distinct:trace_id"}, {"count", "avg", "rate"}} {
+		b.Run("outputs="+outputsName(outputs), func(b *testing.B) {
+			serialWindowAggregator(b, waOptions{outputs: outputs})
+		})
+	}
+}
+
 // BenchmarkSliding: window_aggregator with 1m windows sliding by 15s (4 panes per window, every
 // record in 4 windows, 4x the firings) vs its own 1m tumbling windows. Compare with benchstat
 // -col /window; BenchmarkPaired measures the ratio on a busy machine.

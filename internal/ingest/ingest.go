@@ -73,10 +73,10 @@ type scratch struct {
 	// byAgg are the call's records by outcome per aggregation (see aggregationCounts), by index
 	byAgg []aggregationTally
 	// ids are the identifiers of the record being staged for one aggregation's distinct outputs,
-	// and idBuf the bytes one is hashed from (see distinctIDs)
-	ids   []uint64
-	idBuf []byte
-	run   ingestRun
+	// and idHasher hashes them (see distinctIDs)
+	ids      []uint64
+	idHasher identityHasher
+	run      ingestRun
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
