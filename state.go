@@ -161,6 +161,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 	// The collector's, until a restored checkpoint says another (see checkpoint.Checkpointer.Restore).
 	s.emitter.SetInstance(instanceID(set.Resource))
 	s.emitter.SetHealth(func(err error) { s.health.set(deliveryConcern, err) })
+	s.watch.Gauges = func(r *stream.Result, put func(string, float64)) { described[r.Agg].Gauges(r, put) }
 	s.emitter.SetObserver(s.watch.Observe)
 	s.ByAgg = make([]ingest.AggregationCounts, len(s.Aggs))
 	if err := s.observe(); err != nil {

@@ -39,7 +39,7 @@ connectors:
     window: {size: 1s}
     watermark: {per_source: [service.name], max_out_of_orderness: 5s}
     aggregations:
-      - {name: lat, signal: spans, group_by: [service.name], outputs: [count, p99]}
+      - {name: lat, signal: spans, group_by: [service.name], outputs: [count, p99, stddev, rate, "distinct:trace_id"]}
 exporters:
   debug: {verbosity: basic}
 service:
@@ -148,6 +148,8 @@ service:
 	step("the answer", err)
 	last, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.explanation p.last`)))
 	step("its last values", err)
+	lastTable, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.explanation p.last + svg + table`)))
+	step("its last values' table", err)
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: a PNG
 	step("screenshot", err)
 	root, _ := filepath.Abs("..")
@@ -165,6 +167,11 @@ service:
 	}
 	if !strings.Contains(answer, "window(s) hold its records") || !strings.Contains(last, "Its last emitted windows") {
 		t.Errorf("the explainer for service.name=fast: %q, %q; want its windows and its last values", answer, last)
+	}
+	for _, output := range []string{"p99 ", "stddev ", "rate ", "distinct.trace_id "} {
+		if !strings.Contains(lastTable, output) {
+			t.Errorf("the explainer's last values %q do not show output %s", lastTable, output)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()

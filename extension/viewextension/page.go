@@ -178,7 +178,7 @@ document.addEventListener("submit",async ev=>{
   s.textContent=lv.length?"Its last emitted windows (kept since "+fmt(x.last_values_since)+"):":x.last_values_since?"No emitted window yet: they are kept from the first question ("+fmt(x.last_values_since)+") on.":"No emitted window kept: they are kept once it is asked about while it has records.";
   if(lv.length){
     const svg=svgEl("svg",{width:360,height:70,class:"series-chart",role:"img","aria-label":"records of its last windows"});out.appendChild(svg);bars(svg,lv.map(w=>w.records));
-    out.appendChild(table(["window","records","sum","avg","min","max","late firings"],lv.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),num(w.sum),num(w.avg),num(w.min),num(w.max),String(w.late_firings)])));
+    out.appendChild(table(["window","records","sum","avg","min","max","its outputs","late firings"],lv.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),num(w.sum),num(w.avg),num(w.min),num(w.max),Object.entries(w.outputs||{}).map(([k,v])=>k+" "+num(v)).join(", "),String(w.late_firings)])));
   }
 });
 async function poll(){

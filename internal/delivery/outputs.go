@@ -218,6 +218,32 @@ func Compile(configured []string) (Compiled, error) {
 	return c, nil
 }
 
+// Gauges calls put with the name (as in the metric's name after "<name>.") and value of each of the
+// aggregation's gauges of the whole window in firing r, as its metrics would carry them: those of
+// its values only for a window with values.
+func (a *Aggregation) Gauges(r *stream.Result, put func(name string, v float64)) {
+	if !r.HasWindow {
+		return
+	}
+	for i := range a.Outputs {
+		e := &a.Outputs[i]
+		var v float64
+		switch {
+		case e.def.ofWindowValues && r.WindowValueCount > 0:
+			v = e.def.value(r, e.q, a)
+		case e.def.ofWindow && e.def.metric == shapeIntGauge:
+			v = float64(e.def.intValue(r, e.q))
+		case e.def.ofWindow:
+			v = e.def.value(r, e.q, a)
+		default:
+			continue
+		}
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			put(e.name, v)
+		}
+	}
+}
+
 // Has reports whether outputs hold the row named name.
 func Has(outputs []Emitted, name string) bool {
 	for _, e := range outputs {

@@ -135,4 +135,7 @@ type EmittedWindow struct {
 	Min         *float64  `json:"min"`
 	Max         *float64  `json:"max"`
 	LateFirings int       `json:"late_firings"` // firings after the first, each with the late records it took
+	// Outputs are the aggregation's gauges of the window (percentiles, spread, distinct values,
+	// rate...), by output name as in their metrics' names, corrected by late firings.
+	Outputs map[string]float64 `json:"outputs,omitempty"`
 }

@@ -23,6 +23,10 @@ const (
 
 // Watch holds the series asked about, for one component id.
 type Watch struct {
+	// Gauges names the gauges of the whole window that a firing carries (see EmittedWindow.Outputs);
+	// nil: none are kept. Set before the first Observe.
+	Gauges func(r *stream.Result, put func(name string, v float64))
+
 	active atomic.Bool // series is not empty
 	mu     sync.Mutex
 	series []*watchedSeries
@@ -99,14 +103,14 @@ func (w *Watch) Observe(r *stream.Result) {
 	defer w.mu.Unlock()
 	for _, ws := range w.series {
 		if ws.agg == r.Agg && ws.key == r.Key {
-			ws.add(r)
+			ws.add(r, w.Gauges)
 		}
 	}
 }
 
 // add takes a firing of the series: a late one adds to its window's entry. Entries are by window
 // end, which is a window's own for a given size.
-func (ws *watchedSeries) add(r *stream.Result) {
+func (ws *watchedSeries) add(r *stream.Result, gauges func(*stream.Result, func(string, float64))) {
 	end := time.Unix(0, r.End).UTC()
 	i, kept := slices.BinarySearchFunc(ws.last, end, func(e EmittedWindow, t time.Time) int { return e.End.Compare(t) })
 	switch {
@@ -126,5 +130,13 @@ func (ws *watchedSeries) add(r *stream.Result) {
 	if r.WindowValueCount > 0 {
 		avg, lo, hi := r.Avg, r.Min, r.Max
 		e.Avg, e.Min, e.Max = &avg, &lo, &hi
+	}
+	if gauges != nil {
+		gauges(r, func(name string, v float64) {
+			if e.Outputs == nil {
+				e.Outputs = map[string]float64{}
+			}
+			e.Outputs[name] = v // a late firing's, corrected, replaces the first's
+		})
 	}
 }

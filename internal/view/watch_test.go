@@ -66,3 +66,16 @@ func TestSeriesWatch(t *testing.T) {
 		t.Errorf("%d series left after watchFor without a question", len(w.series))
 	}
 }
+
+// A watched series keeps the gauges that Gauges names for each window, a late firing's (corrected)
+// replacing the first's.
+func TestSeriesWatchKeepsGauges(t *testing.T) {
+	w := Watch{Gauges: func(r *stream.Result, put func(string, float64)) { put("stdvar", r.Values[0]) }}
+	w.Ask(0, map[string]string{"k": "a"}, "a", true, time.Unix(1000, 0))
+	w.Observe(&stream.Result{Key: "a", Start: 0, End: 10e9, Count: 2, HasWindow: true, Values: []float64{1}})
+	w.Observe(&stream.Result{Key: "a", Start: 0, End: 10e9, Count: 1, HasWindow: true, Values: []float64{8.0 / 3}})
+	last, _ := w.Ask(0, map[string]string{"k": "a"}, "a", true, time.Unix(1000, 0))
+	if len(last) != 1 || last[0].Records != 3 || last[0].Outputs["stdvar"] != 8.0/3 || len(last[0].Outputs) != 1 {
+		t.Fatalf("kept %+v, want one window of 3 records with stdvar 8/3", last)
+	}
+}
