@@ -61,6 +61,12 @@ type Config struct {
 type WindowConfig struct {
 	Size  time.Duration `mapstructure:"size"`
 	Slide time.Duration `mapstructure:"slide"` // 0: size (tumbling)
+	// Offset moves the windows' starts: offset + k × slide from the Unix epoch (|offset| < slide),
+	// as in daily windows at a local midnight.
+	Offset time.Duration `mapstructure:"offset"`
+	// EarlyResults, for tumbling windows: each time W passes another early_results past a window's
+	// start, the results of the window so far (0: none).
+	EarlyResults time.Duration `mapstructure:"early_results"`
 }
 
 // slide is the windows' slide: Slide, or Size for tumbling windows.

@@ -38,7 +38,7 @@ func FuzzConfig(f *testing.F) {
 		if confmap.Validate(cfg) != nil {
 			return
 		}
-		ecfg := stream.Config{Size: cfg.Window.Size, Slide: cfg.Window.Slide, MaxOutOfOrderness: cfg.Watermark.MaxOutOfOrderness,
+		ecfg := stream.Config{Size: cfg.Window.Size, Slide: cfg.Window.Slide, Offset: cfg.Window.Offset, MaxOutOfOrderness: cfg.Watermark.MaxOutOfOrderness,
 			IdleTimeout: cfg.Watermark.IdleTimeout, MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness}
 		for i, ac := range cfg.Aggregations {
 			a, err := compileAggregation(i, ac, ingest.NewOTTLParsers(ingest.ValidationSettings))

@@ -22,7 +22,8 @@ import (
 // up beyond its panes with cumulative output or folded late records: accrualBytes, a sketch with an
 // exponential histogram, B, and with exemplars reservoirBytes + exemplarBytes × (k - 1); C a pane's
 // accumulators, at most stream.AccumulatorKind.Bytes each (stddev and stdvar 40, a distinct output
-// 12.6 KiB once it holds more than 64 values). The
+// 12.6 KiB once it holds more than 64 values). With early results, A also holds what they sent:
+// earlySentBytes, B, and a sketch with an exponential histogram (and accrualBytes with revise). The
 // estimate logged at start takes assumedKeyBytes per group_by key and assumedSketch bytes per sketch;
 // the README says how to read it. A metrics aggregation keeps per cumulative input stream its last
 // point (inputStreamBytes), with its explicit buckets' counts when they are the output's (B', 8 bytes
@@ -37,6 +38,7 @@ const (
 	seriesBytes     = 550
 	paneBytes       = 168
 	accrualBytes    = 200
+	earlySentBytes  = 100
 	assumedKeyBytes = 64
 	assumedSketch   = 1024
 	// Exemplars: a pane's two reservoirs, one reservoir, and one exemplar kept (48 bytes, and at most
@@ -106,6 +108,17 @@ func memoryEstimate(cfg *Config, a *ingest.Aggregation) int64 {
 			paneExemplars += exemplarBytes * (k - 1)
 		} else {
 			accrual += reservoirBytes + exemplarBytes*(k-1)
+		}
+	}
+	if cfg.Window.EarlyResults > 0 {
+		// What the early results of the open window have sent: totals, bucket counts, a sketch with
+		// an exponential histogram; in an accrual, which revise does not otherwise make.
+		if revise {
+			accrual += accrualBytes
+		}
+		accrual += earlySentBytes + counts
+		if exponential {
+			accrual += assumedSketch
 		}
 	}
 	var accs int64

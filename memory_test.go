@@ -48,6 +48,15 @@ func TestStartLogsTheMemoryEstimate(t *testing.T) {
 	if fields = loggedEstimate(t, cfg); fields["bytes.s"] != int64(10001*92334) {
 		t.Errorf("accumulators: bytes.s = %v, want %d", fields["bytes.s"], 10001*92334)
 	}
+	// Early results of a tumbling window add what they sent to an accrual (200, as revise makes
+	// none otherwise): 100 and a sketch for an exponential histogram. P = (60 + 30 + 5 + 300) / 60 + 1
+	// = 7: 10001 × (550 + 200 + 100 + 1024 + 7 × (168 + 2 × 1024)) = 10001 × 17386.
+	cfg.Window.EarlyResults = 10 * time.Second
+	cfg.Aggregations = []AggregationConfig{{Name: "x", Signal: "spans", Outputs: []string{"histogram"}}}
+	if fields = loggedEstimate(t, cfg); fields["bytes.x"] != int64(10001*17386) {
+		t.Errorf("early results: bytes.x = %v, want %d", fields["bytes.x"], 10001*17386)
+	}
+	cfg.Window.EarlyResults = 0
 
 	// Cumulative, with an explicit histogram of 4 bounds (5 counts, 40 bytes) and an exponential one.
 	cfg.Temporality, cfg.LateFirings = temporalityCumulative, lateFold

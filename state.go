@@ -106,7 +106,7 @@ func instanceID(res pcommon.Resource) string {
 func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, clk clock.Clock) (*shared, error) {
 	s := &shared{id: id, cfg: cfg, logger: set.Logger, drained: make([]bool, len(cfg.Aggregations))}
 	ecfg := stream.Config{
-		Size: cfg.Window.Size, Slide: cfg.Window.Slide,
+		Size: cfg.Window.Size, Slide: cfg.Window.Slide, Offset: cfg.Window.Offset, EarlyResults: cfg.Window.EarlyResults,
 		MaxOutOfOrderness: cfg.Watermark.MaxOutOfOrderness, IdleTimeout: cfg.Watermark.IdleTimeout,
 		MaxFutureSkew: cfg.Watermark.MaxFutureSkew, AllowedLateness: cfg.AllowedLateness,
 		PerSource: len(cfg.Watermark.PerSource) > 0, SourceIdleTimeout: cfg.Watermark.SourceIdleTimeout,

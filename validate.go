@@ -28,6 +28,16 @@ func (c *Config) Validate() error {
 	if c.Window.Size <= 0 || c.Window.Size > maxDuration {
 		bad("window.size", "is required and must be > 0 and <= %s, got %s", maxDuration, c.Window.Size)
 	}
+	if o, s := c.Window.Offset, c.Window.slide(); s > 0 && (o <= -s || o >= s) {
+		bad("window.offset", "must be strictly between -%s and %s (the slide), got %s", s, s, o)
+	}
+	switch e := c.Window.EarlyResults; {
+	case e == 0:
+	case e < 0 || e >= c.Window.Size:
+		bad("window.early_results", "must be > 0 and < window.size (%s), got %s", c.Window.Size, e)
+	case c.Window.slide() != c.Window.Size:
+		bad("window.early_results", "applies to tumbling windows only: a sliding window has a result every slide (%s)", c.Window.Slide)
+	}
 	if s := c.Window.Slide; s < 0 || s > c.Window.Size && c.Window.Size > 0 {
 		bad("window.slide", "must be > 0 and <= window.size (%s), got %s", c.Window.Size, s)
 	} else if s > 0 && c.Window.Size > 0 && c.Window.Size%s != 0 {

@@ -96,7 +96,7 @@ func (w *Watch) ForgetStale(now time.Time) {
 
 // Observe keeps r's values if its series is asked about.
 func (w *Watch) Observe(r *stream.Result) {
-	if !w.active.Load() || !r.HasWindow || r.Overflow {
+	if !w.active.Load() || !r.HasWindow || r.Overflow || r.Early {
 		return
 	}
 	w.mu.Lock()

@@ -11,8 +11,14 @@ import (
 
 // Config is the engine's configuration. Durations are those of the component's config.
 type Config struct {
-	Size              time.Duration
-	Slide             time.Duration // 0 means Size (tumbling)
+	Size  time.Duration
+	Slide time.Duration // 0 means Size (tumbling)
+	// Offset moves the windows' starts to Offset + k × slide from the epoch; |Offset| < slide.
+	Offset time.Duration
+	// EarlyResults, for tumbling windows (0 < EarlyResults < Size): each time W reaches
+	// start + k × EarlyResults inside a window, a series with new records since its previous result
+	// gets an early Result of the window so far (see Result.Early). 0: none.
+	EarlyResults      time.Duration
 	MaxOutOfOrderness time.Duration
 	IdleTimeout       time.Duration // 0: off
 	MaxFutureSkew     time.Duration
@@ -98,6 +104,12 @@ func (c Config) validate() error {
 	} else if c.Size/slide > MaxPanesPerWindow {
 		errs = append(errs, fmt.Errorf("window size/slide must be at most %d", MaxPanesPerWindow))
 	}
+	if slide > 0 && (c.Offset <= -slide || c.Offset >= slide) {
+		errs = append(errs, errors.New("window offset must be strictly between -slide and slide"))
+	}
+	if c.EarlyResults < 0 || c.EarlyResults > 0 && (c.EarlyResults >= c.Size || slide != c.Size) {
+		errs = append(errs, errors.New("early results need tumbling windows and must be > 0 and < size"))
+	}
 	if c.PerSource {
 		if c.SourceIdleTimeout <= 0 || c.SourceIdleTimeout > maxDuration {
 			errs = append(errs, fmt.Errorf("source idle timeout must be > 0 and <= %s", maxDuration))
@@ -161,6 +173,6 @@ func (c Config) slide() time.Duration {
 
 func (c Config) windowing() windowing {
 	s := int64(c.slide())
-	return windowing{size: int64(c.Size), slide: s, lateness: int64(c.AllowedLateness), panesPerWindow: int64(c.Size) / s,
-		cumulative: c.Cumulative, fold: c.FoldLate, expiration: int64(c.SeriesExpiration)}
+	return windowing{size: int64(c.Size), slide: s, offset: ((int64(c.Offset) % s) + s) % s, lateness: int64(c.AllowedLateness), panesPerWindow: int64(c.Size) / s,
+		cumulative: c.Cumulative, fold: c.FoldLate, expiration: int64(c.SeriesExpiration), early: int64(c.EarlyResults)}
 }

@@ -4,9 +4,10 @@
 //
 // # Model
 //
-// Windows are aligned to the Unix epoch: [start, start+size) with start a multiple of slide. The engine
-// keeps, per series, one pane per slide ([p, p+slide)); a record updates exactly one pane, and a window's
-// result is the merge of the size/slide panes it covers when it fires.
+// Windows are aligned to the Unix epoch: [start, start+size) with start Config.Offset (0 by default)
+// plus a multiple of slide. The engine keeps, per series, one pane per slide ([p, p+slide)); a record
+// updates exactly one pane, and a window's result is the merge of the size/slide panes it covers when
+// it fires.
 //
 // The watermark W starts below every timestamp and only moves forward. Accepted records move it, up to
 // the wall clock, and so does the wall clock up to them; the idle rule too. It never runs ahead of the

@@ -61,44 +61,52 @@ func (s *shard) emit(se *series, start, end int64, late, inWindow bool) {
 			}
 			h = s.wHist
 		}
-		if s.wTotal.valueCount > 0 {
-			lo, hi := s.wTotal.min, s.wTotal.max
-			if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
-				// A distribution without its min and max: the sketch's own bounds, which its
-				// buckets give, keep clamping its quantiles (and a sketch never holds an infinity).
-				lo, hi = h.Min(), h.Max()
-			}
-			h.SetSummary(s.wTotal.sum, lo, hi)
-		}
 	}
 	r := s.pending.next()
 	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.late = int(se.agg), se.key, se.overflow, start, end, late
 	r.HasWindow = true
-	if a.Exemplars > 0 {
-		r.MaxExemplar, r.HasMaxExemplar = windowMaxExemplar(se.panes[first : first+n])
-	}
-	if len(a.Accumulators) > 0 {
-		r.Values = s.windowValues(se.agg, se.panes[first:first+n], r.Values)
-	}
-	s.fillPoint(se, r, end, late)
 	part := &s.wTotal
 	if late {
 		part = &s.wDelta
 	}
-	r.Count, r.Sum, r.ValueCount = part.count, part.sum, part.valueCount
-	r.WindowValueCount, r.WindowCount, r.WindowSum = s.wTotal.valueCount, s.wTotal.count, s.wTotal.sum
-	if s.wTotal.valueCount > 0 {
-		r.Avg = s.wTotal.sum / float64(s.wTotal.valueCount)
-		r.Min, r.Max = s.wTotal.min, s.wTotal.max
-		for _, q := range a.Quantiles {
-			r.Quantiles = append(r.Quantiles, h.Quantile(q))
-		}
-	}
+	s.fillWindow(se, r, se.panes[first:first+n], h, &s.wTotal, part)
 	if a.Histogram {
 		if late {
 			r.setHist(s.wDeltaHst)
 		} else {
 			r.setHist(h)
+		}
+	}
+	s.fillPoint(se, r, end, late)
+}
+
+// fillWindow sets r's figures of the window made of panes, whose records are whole and whose values'
+// sketch is h (nil unless the aggregation keeps one): the gauges of the whole window, and the counts
+// and sum of part, the records r reports (a late firing's, or whole).
+func (s *shard) fillWindow(se *series, r *Result, panes []pane, h *sketch.Histogram, whole, part *totals) {
+	a := &s.aggs[se.agg]
+	if h != nil && whole.valueCount > 0 {
+		lo, hi := whole.min, whole.max
+		if math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+			// A distribution without its min and max: the sketch's own bounds, which its buckets
+			// give, keep clamping its quantiles (and a sketch never holds an infinity).
+			lo, hi = h.Min(), h.Max()
+		}
+		h.SetSummary(whole.sum, lo, hi)
+	}
+	if a.Exemplars > 0 {
+		r.MaxExemplar, r.HasMaxExemplar = windowMaxExemplar(panes)
+	}
+	if len(a.Accumulators) > 0 {
+		r.Values = s.windowValues(se.agg, panes, r.Values)
+	}
+	r.Count, r.Sum, r.ValueCount = part.count, part.sum, part.valueCount
+	r.WindowValueCount, r.WindowCount, r.WindowSum = whole.valueCount, whole.count, whole.sum
+	if whole.valueCount > 0 {
+		r.Avg = whole.sum / float64(whole.valueCount)
+		r.Min, r.Max = whole.min, whole.max
+		for _, q := range a.Quantiles {
+			r.Quantiles = append(r.Quantiles, h.Quantile(q))
 		}
 	}
 }
@@ -145,6 +153,19 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 		pt.BucketCounts = r.pointCounts(a.buckets())
 		if counts != nil {
 			addCounts(pt.BucketCounts, counts)
+		}
+	}
+	if sent := se.ac.sentOf(e - g.slide); sent != nil && !late {
+		// The window's final result after early ones: its records since the last (delta), or as
+		// it would be without them (cumulative).
+		if !g.cumulative {
+			t, pt.Start = t.minus(&sent.total), sent.at
+			sent.subtractFrom(pt)
+		}
+		sent.start, sent.at = minTime, minTime // none; its storage kept
+		if !g.cumulative && t.count == 0 && !se.ac.folded() {
+			r.HasPoint, r.Point = false, Point{} // the early results carried every record
+			return
 		}
 	}
 	var ex *exemplar.Reservoir // the point's
@@ -202,6 +223,105 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 	pt.Count, pt.ValueCount, pt.Sum, pt.Min, pt.Max = t.count, t.valueCount, t.sum, t.min, t.max
 	if ex != nil && ex.Len() > 0 {
 		pt.Exemplars = r.pointExemplars(ex)
+	}
+}
+
+// emitEarly makes the early result of series se's open window, its pane p, at watermark w, if W has
+// reached another early result time in it since the last (see Config.EarlyResults) and the series
+// has records since its previous result: the gauges of the window so far, stamped with that time,
+// and its point (cumulative: the running totals with the window so far; delta: what the window took
+// since its previous result, from that result's time). Early points carry no exemplars; the window's
+// final point carries its exemplars as without early results.
+func (s *shard) emitEarly(se *series, i int, w int64) {
+	g, a := &s.g, &s.aggs[se.agg]
+	p := &se.panes[i]
+	b := g.earlyAt(w)
+	sent := se.ac.sentOf(p.start)
+	from, before := p.start, uint64(0) // the previous result's time and the records it had
+	if sent != nil {
+		from, before = sent.at, sent.total.count
+	}
+	if b <= from || b >= p.start+g.size || p.total.count == before {
+		return
+	}
+	r := s.pending.next()
+	r.Agg, r.Key, r.Overflow, r.Start, r.End, r.Early, r.HasWindow = int(se.agg), se.key, se.overflow, p.start, b, true, true
+	s.fillWindow(se, r, se.panes[i:i+1], p.hist, &p.total, &p.total)
+	if a.Histogram {
+		r.setHist(p.hist)
+	}
+	pt := &r.Point
+	r.HasPoint, pt.Start = true, from
+	t := p.total
+	var ac *accrual
+	if g.cumulative {
+		ac = se.ac
+		pt.Start = p.start // the series' first point's start: its first window's
+		if ac != nil && ac.started {
+			pt.Start = ac.start
+		}
+		if ac != nil {
+			t.merge(&ac.cum)
+			t.merge(&ac.fold)
+		}
+	}
+	if a.Histogram {
+		h := r.pointSketch()
+		h.Merge(p.hist)
+		if ac != nil && ac.cumHist != nil {
+			h.Merge(ac.cumHist)
+		}
+		if ac != nil && ac.foldHist != nil {
+			h.Merge(ac.foldHist)
+		}
+		pt.Hist = h
+	}
+	if a.Bounds != nil {
+		pt.BucketCounts = r.pointCounts(a.buckets())
+		addCounts(pt.BucketCounts, p.counts)
+		if ac != nil && ac.cumCounts != nil {
+			addCounts(pt.BucketCounts, ac.cumCounts)
+		}
+		if ac != nil && ac.foldCounts != nil {
+			addCounts(pt.BucketCounts, ac.foldCounts)
+		}
+	}
+	if !g.cumulative && sent != nil {
+		t = t.minus(&sent.total)
+		sent.subtractFrom(pt)
+	}
+	pt.Count, pt.ValueCount, pt.Sum, pt.Min, pt.Max = t.count, t.valueCount, t.sum, t.min, t.max
+	ac = se.accrualOf()
+	if ac.early == nil {
+		ac.early = &earlySent{}
+	}
+	ac.early.take(p, b)
+}
+
+// take records that the pane's records as they stand went out in an early result at time at.
+func (es *earlySent) take(p *pane, at int64) {
+	es.start, es.at, es.total = p.start, at, p.total
+	if p.hist != nil && es.hist == nil {
+		es.hist = newSketch()
+	}
+	if es.hist != nil {
+		es.hist.CopyFrom(p.hist)
+	}
+	if p.counts != nil {
+		es.counts = append(es.counts[:0], p.counts...)
+	}
+}
+
+// subtractFrom takes what was sent out of point pt's histogram and bucket counts: what the window
+// took since.
+func (es *earlySent) subtractFrom(pt *Point) {
+	if pt.Hist != nil && es.hist != nil {
+		pt.Hist.Subtract(es.hist) // exact: es.hist is an earlier state of the same sketch
+	}
+	for i := range pt.BucketCounts {
+		if i < len(es.counts) {
+			pt.BucketCounts[i] -= es.counts[i]
+		}
 	}
 }
 
@@ -265,6 +385,11 @@ func (s *shard) flushSeries(se *series, oldW, w int64) {
 		}
 		s.emit(se, e-g.size, e, false, inWindow)
 		e += g.slide
+	}
+	if g.early > 0 && w < maxTime {
+		if i := se.firstPaneFrom(g.paneStart(w)); i < len(se.panes) && se.panes[i].start == g.paneStart(w) {
+			s.emitEarly(se, i, w) // the open window's
+		}
 	}
 	if s.dirty {
 		for i := range se.panes {

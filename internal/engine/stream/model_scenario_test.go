@@ -23,6 +23,7 @@ import (
 type modelConfig struct {
 	name                                        string
 	size, slide, lateness, ooo, idle, skew      time.Duration
+	offset                                      time.Duration // windows start at offset + k × slide
 	aggs                                        []Aggregation
 	keys                                        int
 	emptyKey                                    bool  // one of the keys is ""
@@ -69,14 +70,14 @@ func (c *modelConfig) engineConfig(clk clock.Clock) Config {
 			aggs[i].MaxSeries = c.maxSeries
 		}
 	}
-	return Config{Size: c.size, Slide: c.slide, MaxOutOfOrderness: c.ooo, IdleTimeout: c.idle,
+	return Config{Size: c.size, Slide: c.slide, Offset: c.offset, MaxOutOfOrderness: c.ooo, IdleTimeout: c.idle,
 		MaxFutureSkew: c.skew, AllowedLateness: c.lateness, Aggregations: aggs, shards: c.shards, Clock: clk,
 		PerSource: c.perSource, SourceIdleTimeout: c.sourceIdle, MaxSources: c.maxSources}
 }
 
 func (c *modelConfig) String() string {
-	s := fmt.Sprintf("%s: size=%v slide=%v lateness=%v maxOutOfOrderness=%v idle=%v maxFutureSkew=%v aggs=%+v shards=%d maxSeries=%d",
-		c.name, c.size, c.slideOrSize(), c.lateness, c.ooo, c.idle, c.skew, c.aggs, c.shards, c.maxSeries)
+	s := fmt.Sprintf("%s: size=%v slide=%v offset=%v lateness=%v maxOutOfOrderness=%v idle=%v maxFutureSkew=%v aggs=%+v shards=%d maxSeries=%d",
+		c.name, c.size, c.slideOrSize(), c.offset, c.lateness, c.ooo, c.idle, c.skew, c.aggs, c.shards, c.maxSeries)
 	if c.perSource {
 		s += fmt.Sprintf(" perSource sourceIdle=%v maxSources=%d sources=%d", c.sourceIdle, c.maxSources, c.sources)
 	}
@@ -126,6 +127,14 @@ func modelConfigs() []modelConfig {
 		{name: "sliding4s/1s-dense", weights: true, dists: true, size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 2,
 			maxBatch: 300, seeds: 24, ops: 16,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		// Windows moved off the epoch's multiples: back by 3 s (starting at 7 s past a multiple of 10),
+		// and forward by 1 s with a 2.5 s slide near the epoch.
+		{name: "tumbling10s-offset-3s", weights: true, dists: true, size: 10 * s, offset: -3 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
+			skew: 30 * s, keys: 6, seeds: 30, ops: 40,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+		{name: "sliding10s/2.5s-offset1s-near-epoch", size: 10 * s, slide: 2500 * time.Millisecond, offset: s, lateness: 5 * s,
+			ooo: s, idle: 4 * s, skew: 5 * s, keys: 4, base: int64(12 * s), seeds: 30, ops: 20,
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
 		{name: "sliding40ns/10ns", weights: true, size: 40, slide: 10, lateness: 25, ooo: 7, idle: 50, skew: 30, keys: 4,
 			seeds: 40, ops: 24,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Quantiles: []float64{0.5}}}},
@@ -253,6 +262,10 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 	m := newRefModel(c)
 	m.quiet = true
 	size, slide, late, ooo, idle, skew := int64(c.size), int64(c.slideOrSize()), int64(c.lateness), int64(c.ooo), int64(c.idle), int64(c.skew)
+	off := int64(c.offset)
+	// paneStart is the start of the window pane holding t: the times generated near window starts
+	// are near the configured ones.
+	paneStart := func(t int64) int64 { return t - mod(t-off, slide) }
 	base := c.base
 	if base == 0 {
 		base = realNow + randIn(rng, 0, 1000)*int64(time.Second) + randIn(rng, 0, 3)*slide/3
@@ -358,7 +371,7 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 			case r < 65: // around W: on time, late or too late
 				t = anchor + randIn(rng, -(size+late+2*slide), ooo+slide/2)
 			case r < 77: // on a window boundary, or one that End will turn into W
-				s := anchor - mod(anchor, slide) + randIn(rng, -(size+late)/slide-1, 1)*slide
+				s := paneStart(anchor) + randIn(rng, -(size+late)/slide-1, 1)*slide
 				if rng.IntN(2) == 0 {
 					s += ooo
 				}
@@ -375,7 +388,7 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 			case r < 91: // ahead of the wall clock, within the skew: W follows the clock up to it
 				t = now + randIn(rng, 0, min(skew, 3*size))
 			default: // near the frontier, exact multiples of the slide
-				t = frontier - mod(frontier, slide) + randIn(rng, -2, 1)*slide
+				t = paneStart(frontier) + randIn(rng, -2, 1)*slide
 			}
 			agg := rng.IntN(len(c.aggs))
 			key := keys[min(rng.IntN(len(keys)), rng.IntN(len(keys)))]
@@ -402,7 +415,7 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 			op.collectNow += randIn(rng, 1, slide)
 		case r < 92 && idle > 0 && m.idleArmed:
 			// aim the idle rule at a window end or expiry boundary, give or take 1 ns
-			target := m.wLast - mod(m.wLast, slide) + randIn(rng, 1, 3)*slide + randIn(rng, -1, 1)
+			target := paneStart(m.wLast) + randIn(rng, 1, 3)*slide + randIn(rng, -1, 1)
 			if rng.IntN(2) == 0 {
 				target += late
 			}

@@ -10,8 +10,8 @@ package stream
 // is written from the contract (doc.go, verdict.go, result.go and the semantics below), not from the
 // engine's code:
 //
-//   - A window is [start, start+size) with start a multiple of slide; a record at t is in size/slide
-//     windows.
+//   - A window is [start, start+size) with start offset plus a multiple of slide; a record at t is
+//     in size/slide windows.
 //   - W starts at -infinity. At a moment t it is the greatest value min(E(s), s) - max_out_of_orderness
 //     took at any moment s <= t, or the idle rule's if that is greater: it never moves back. E is the
 //     greatest accepted event time or, with per_source, the least of the greatest accepted event times
@@ -162,6 +162,7 @@ type refSource struct {
 
 type refModel struct {
 	size, slide, lateness, ooo, idle, skew int64
+	offset                                 int64 // windows start at offset + k × slide
 	perSource                              bool
 	sourceIdle                             int64
 	maxSources                             int
@@ -196,7 +197,7 @@ type refModel struct {
 
 func newRefModel(c *modelConfig) *refModel {
 	return &refModel{
-		size: int64(c.size), slide: int64(c.slideOrSize()), lateness: int64(c.lateness), ooo: int64(c.ooo),
+		size: int64(c.size), slide: int64(c.slideOrSize()), offset: int64(c.offset), lateness: int64(c.lateness), ooo: int64(c.ooo),
 		idle: int64(c.idle), skew: int64(c.skew), aggs: c.aggs,
 		perSource: c.perSource, sourceIdle: int64(c.sourceIdle), maxSources: c.maxSources,
 		wAt:  math.MinInt64,
@@ -286,7 +287,7 @@ func mod(a, b int64) int64 { return ((a % b) + b) % b }
 // windowStarts lists the start of every window containing t, by walking back from the latest one.
 func (m *refModel) windowStarts(t int64) []int64 {
 	var out []int64
-	for s := t - mod(t, m.slide); s+m.size > t; s -= m.slide {
+	for s := t - mod(t-m.offset, m.slide); s+m.size > t; s -= m.slide {
 		if s > t {
 			panic("model: window start after t")
 		}

@@ -14,6 +14,11 @@ import (
 // With FoldLate, what late records add goes into the series' next point. Without it (revise), a late
 // firing's point is the late records of the window's newest slide alone, and a late record whose own
 // slide can no longer fire late goes into the next point.
+//
+// With early results (Config.EarlyResults), an early result's point is, cumulative, the running
+// totals with the window so far (Start unchanged); delta, the records the window took since its
+// previous result, from that result's time (Start) to the early result's (Result.End), so that a
+// window's points add up to its records: its final point carries the rest.
 type Point struct {
 	Start      int64
 	Count      uint64
@@ -52,6 +57,28 @@ type accrual struct {
 	// a cumulative series lives until series_expiration past it.
 	lastEnd int64
 	started bool // cum has taken a point
+
+	// With early results: what the series' early results of its open window have carried so far
+	// (see shard.emitEarly and sentOf); nil before the first.
+	early *earlySent
+}
+
+// earlySent is what the early results of one window of a series have sent: the pane's totals, its
+// sketch and its bucket counts when the last was made, at time at; a delta point carries what the
+// pane holds beyond them, from at.
+type earlySent struct {
+	start, at int64
+	total     totals
+	hist      *sketch.Histogram // with Aggregation.Histogram
+	counts    []uint64          // with Aggregation.Bounds
+}
+
+// sentOf returns what the early results of the window starting at start have sent, or nil for none.
+func (ac *accrual) sentOf(start int64) *earlySent {
+	if ac == nil || ac.early == nil || ac.early.at <= start || ac.early.start != start {
+		return nil
+	}
+	return ac.early
 }
 
 func (ac *accrual) folded() bool { return ac != nil && ac.fold.count > 0 }

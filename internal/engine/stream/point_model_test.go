@@ -171,6 +171,9 @@ func joinLines(ls []string) string {
 func runPointScenario(sc *scenario, mode pointMode) []string {
 	c := sc.cfg
 	slide, size, lateness := int64(c.slideOrSize()), int64(c.size), int64(c.lateness)
+	off := mod(int64(c.offset), slide) // windows start at off + k × slide
+	// paneStart is the start of the slide holding t.
+	paneStart := func(t int64) int64 { return t - mod(t-off, slide) }
 	expiration := 2*size + lateness
 	clk := clock.NewFake(time.Unix(0, sc.base))
 	cfg := c.engineConfig(clk)
@@ -182,7 +185,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 	m := newRefModel(c)
 	m.quiet = true
 	tf := timeFmt{sc.base}
-	slideEnd := func(t int64) int64 { return floorDiv(t, slide)*slide + slide }
+	slideEnd := func(t int64) int64 { return paneStart(t) + slide }
 
 	want := map[seriesID]map[int64]*pointContent{} // by series and point timestamp
 	dataEnd := map[seriesID]map[int64]int64{}      // by series and point timestamp: the greatest slide end of its records
@@ -279,7 +282,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 			}
 			id := seriesID{r.agg, r.key}
 			se := slideEnd(r.t)
-			next := floorDiv(wb, slide)*slide + slide // the first window end after W
+			next := paneStart(wb) + slide // the first window end after W
 			switch {
 			case vd != OnTime && vd != LateUpdate:
 			case se > wb:
@@ -321,7 +324,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 			}
 		}
 	}
-	lastEnd := floorDiv(e.Watermark(), slide) * slide // the last window end before FireAll
+	lastEnd := paneStart(e.Watermark()) // the last window end before FireAll
 	atFireAll = true
 	e.FireAll(onResult)
 
@@ -410,7 +413,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 			}
 			if w := want[id][p.end]; (i == 0 || p.start != ps[i-1].start) && w != nil {
 				// A life's first point: its start is that of the first window of its earliest record.
-				if first := floorDiv(w.firstT, slide)*slide + slide - size; p.start != first {
+				if first := paneStart(w.firstT) + slide - size; p.start != first {
 					bad(id, "the first cumulative point of a life, at %s, starts at %s; its earliest record, at %s, is first in the window starting at %s",
 						tf.t(p.end), tf.t(p.start), tf.t(w.firstT), tf.t(first))
 				}
@@ -431,7 +434,7 @@ func runPointScenario(sc *scenario, mode pointMode) []string {
 				}
 				lastData = max(lastData, dataEnd[id][p.end])
 			}
-			if mod(p.start, slide) != 0 || p.start > p.end-size {
+			if mod(p.start-off, slide) != 0 || p.start > p.end-size {
 				bad(id, "cumulative point at %s starts at %s", tf.t(p.end), tf.t(p.start))
 			}
 			checkContent(id, p, &run, bad, tf)

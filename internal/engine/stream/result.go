@@ -39,6 +39,10 @@ type Result struct {
 	MaxExemplar    exemplar.Exemplar
 	HasMaxExemplar bool
 
+	// Early: an early result of a window still open (Config.EarlyResults): its figures are those of
+	// [Start, End), the window so far, End the early result's time; its point as Point says.
+	Early bool
+
 	// HasWindow: the fields above describe a window of the series (a first or a late firing). A
 	// Result without one carries a point alone: a cumulative series' point at a window end where it
 	// has no data, or the point that takes folded late records.

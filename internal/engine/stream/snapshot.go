@@ -109,6 +109,8 @@ func (e *Engine) encodeConfig(enc *encoder) {
 	enc.varint(e.g.size)
 	enc.varint(e.g.slide)
 	enc.varint(e.g.lateness)
+	enc.varint(e.g.offset)
+	enc.varint(e.g.early)
 	enc.uvarint(uint64(len(e.aggs)))
 	for _, a := range e.aggs {
 		enc.bool(a.Histogram)
@@ -156,6 +158,15 @@ func encodeSeries(enc *encoder, se *series) {
 	enc.varint(ac.lastEnd)
 	enc.bool(ac.started)
 	encodeReservoir(enc, ac.foldEx)
+	es := ac.early
+	enc.bool(es != nil)
+	if es != nil {
+		enc.varint(es.start)
+		enc.varint(es.at)
+		encodeTotals(enc, &es.total)
+		encodeSketch(enc, es.hist)
+		encodeCounts(enc, es.counts)
+	}
 }
 
 func encodeResult(enc *encoder, r *Result) {
@@ -199,6 +210,7 @@ func encodeResult(enc *encoder, r *Result) {
 	for _, v := range r.Values {
 		enc.float(v)
 	}
+	enc.bool(r.Early)
 }
 
 // Restore loads a snapshot into an engine that has not ingested anything. On error the engine is left
@@ -298,11 +310,15 @@ func (s *shard) adopt(se *series) {
 
 func (e *Engine) checkConfig(d *decoder) error {
 	size, slide, lateness := d.varint(), d.varint(), d.varint()
+	var offset, early int64 // a version 6 snapshot's windows have neither
+	if !d.old {
+		offset, early = d.varint(), d.varint()
+	}
 	n := d.count(2)
 	if d.err != nil {
 		return d.err
 	}
-	if size != e.g.size || slide != e.g.slide || lateness != e.g.lateness || n != len(e.aggs) {
+	if size != e.g.size || slide != e.g.slide || lateness != e.g.lateness || offset != e.g.offset || early != e.g.early || n != len(e.aggs) {
 		return errSnapshotMismatch
 	}
 	for _, a := range e.aggs {
@@ -414,6 +430,14 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 			}
 			decodeExemplars(d, ac.foldEx)
 		}
+		if !d.old && d.bool() {
+			es := &earlySent{}
+			ac.early = es
+			es.start, es.at = d.varint(), d.varint()
+			decodeTotals(d, &es.total)
+			es.hist = decodeOptionalSketch(d, a.Histogram)
+			es.counts = decodeCounts(d, nb, true)
+		}
 		se.ac = ac
 	}
 	if d.err == nil && len(se.panes) == 0 && se.ac == nil {
@@ -488,6 +512,7 @@ func (e *Engine) decodeResult(d *decoder, r *Result) {
 		if want := len(a.Accumulators); d.err == nil && nv != want && (nv != 0 || r.HasWindow) {
 			d.fail() // a firing has every accumulator's figure; a point alone has none
 		}
+		r.Early = d.bool()
 	}
 	if pt.ValueCount > pt.Count {
 		d.fail()

@@ -92,6 +92,19 @@ func (t *totals) merge(o *totals) {
 	t.sum += o.sum
 }
 
+// minus returns the totals of the records in t and not in o, a subset of them: the counts and the
+// sum exactly (but for saturated counts), the min and max unknown (-Inf and +Inf) unless o is empty.
+func (t *totals) minus(o *totals) totals {
+	if o.count == 0 {
+		return *t
+	}
+	d := totals{count: t.count - o.count, valueCount: t.valueCount - o.valueCount, sum: t.sum - o.sum}
+	if d.valueCount > 0 {
+		d.min, d.max = math.Inf(-1), math.Inf(1)
+	}
+	return d
+}
+
 func encodeTotals(enc *encoder, t *totals) {
 	enc.uvarint(t.count)
 	enc.uvarint(t.valueCount)

@@ -10,13 +10,15 @@ const (
 	maxTime int64 = math.MaxInt64 / 2
 )
 
-// windowing holds the window geometry: size and slide, and the allowed lateness, in nanoseconds; and
-// how series make their points (see Config).
+// windowing holds the window geometry: size, slide and offset (in [0, slide): windows start at
+// offset + k × slide), and the allowed lateness, in nanoseconds; and how series make their points (see
+// Config).
 type windowing struct {
-	size, slide, lateness int64
-	panesPerWindow        int64
-	cumulative, fold      bool
-	expiration            int64
+	size, slide, offset, lateness int64
+	panesPerWindow                int64
+	cumulative, fold              bool
+	expiration                    int64
+	early                         int64 // the early results' period (tumbling windows); 0: none
 }
 
 // floorDiv returns floor(a/b) for b > 0.
@@ -29,7 +31,7 @@ func floorDiv(a, b int64) int64 {
 }
 
 // paneStart returns the start of the pane that holds t.
-func (g windowing) paneStart(t int64) int64 { return floorDiv(t, g.slide) * g.slide }
+func (g windowing) paneStart(t int64) int64 { return floorDiv(t-g.offset, g.slide)*g.slide + g.offset }
 
 // lastEnd returns the end of the latest window that contains pane p.
 func (g windowing) lastEnd(p int64) int64 { return p + g.size }
@@ -68,12 +70,25 @@ func (g windowing) classify(p, w int64) Verdict {
 }
 
 // nextBoundary returns the least watermark above w at which the set of fired or of expired windows
-// changes: the next window end (a multiple of slide) or the next expiry (a window end plus lateness).
+// changes: the next window end (offset plus a multiple of slide) or the next expiry (a window end plus
+// lateness).
 func (g windowing) nextBoundary(w int64) int64 {
 	if w >= maxTime {
 		return maxTime
 	}
-	nextEnd := (floorDiv(w, g.slide) + 1) * g.slide
-	nextExpiry := (floorDiv(w-g.lateness, g.slide)+1)*g.slide + g.lateness
+	nextEnd := g.paneStart(w) + g.slide
+	nextExpiry := g.paneStart(w-g.lateness) + g.slide + g.lateness
+	if g.early > 0 {
+		if b := g.earlyAt(w) + g.early; b < nextEnd {
+			nextEnd = b
+		}
+	}
 	return min(nextEnd, nextExpiry)
+}
+
+// earlyAt returns the latest early result time at or before w of the window holding w: its start
+// plus a multiple of the early results' period (the start itself before the first).
+func (g windowing) earlyAt(w int64) int64 {
+	start := g.paneStart(w)
+	return start + floorDiv(w-start, g.early)*g.early
 }
