@@ -104,7 +104,7 @@ func compileAggregation(index int, a AggregationConfig, parsers *ingest.OTTLPars
 		key, _ := attributeKey(string(w))
 		c.Weight, c.WeightKey = ingest.WeighAttribute, ingest.NewKeyRef(key, sg)
 	}
-	outs, err := delivery.Compile(a.outputs())
+	outs, err := delivery.Compile(a.outputs(), sg.Points)
 	if err != nil {
 		return nil, fmt.Errorf("aggregation %q: %w", a.Name, err)
 	}

@@ -160,7 +160,7 @@ func (b *builder) add(r *stream.Result) {
 			if !r.HasWindow || r.WindowValueCount == 0 {
 				continue
 			}
-			if v := e.def.value(r, e.q, a); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			if v := e.def.value(r, e); !math.IsNaN(v) && !math.IsInf(v, 0) {
 				dp := b.number(ro, i, a, start, end, v, attrs)
 				if r.HasMaxExemplar && e.def.windowMax {
 					putExemplar(dp.Exemplars().AppendEmpty(), &r.MaxExemplar)
@@ -185,11 +185,11 @@ func (b *builder) add(r *stream.Result) {
 			dp := b.metric(ro, i, a).Sum().DataPoints().AppendEmpty()
 			dp.SetStartTimestamp(pointStart)
 			dp.SetTimestamp(end)
-			dp.SetIntValue(e.def.intValue(r, e.q))
+			dp.SetIntValue(e.def.intValue(r, e))
 			attrs(dp.Attributes())
 			b.points++
 		case shapeSum:
-			b.number(ro, i, a, pointStart, end, e.def.value(r, e.q, a), attrs)
+			b.number(ro, i, a, pointStart, end, e.def.value(r, e), attrs)
 		case shapeHistogram:
 			if a.Bounds != nil {
 				b.explicitHistogram(ro, i, r.Agg, pointStart, end, &r.Point, attrs)
@@ -204,7 +204,7 @@ func (b *builder) add(r *stream.Result) {
 // of int or double values.
 func (b *builder) windowGauge(ro *aggOut, slot int, a *Aggregation, start, end pcommon.Timestamp, r *stream.Result, e *Emitted, attrs func(pcommon.Map)) {
 	if e.def.metric != shapeIntGauge {
-		if v := e.def.value(r, e.q, a); !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if v := e.def.value(r, e); !math.IsNaN(v) && !math.IsInf(v, 0) {
 			b.number(ro, slot, a, start, end, v, attrs)
 		}
 		return
@@ -212,7 +212,7 @@ func (b *builder) windowGauge(ro *aggOut, slot int, a *Aggregation, start, end p
 	dp := b.metric(ro, slot, a).Gauge().DataPoints().AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(end)
-	dp.SetIntValue(e.def.intValue(r, e.q))
+	dp.SetIntValue(e.def.intValue(r, e))
 	attrs(dp.Attributes())
 	b.points++
 }
@@ -420,9 +420,21 @@ func (e *Emitted) describe(m pmetric.Metric, a *Aggregation, t pmetric.Aggregati
 		desc = strings.Replace(desc, e.def.name, e.name, 1)
 	}
 	m.SetDescription(desc)
-	m.SetUnit(a.Unit())
-	if e.def.unit != nil {
-		m.SetUnit(e.def.unit(a))
+	switch u := a.Unit(); e.def.unit {
+	case unitSquared:
+		if u != "" && u != "1" {
+			u += "2"
+		}
+		m.SetUnit(u)
+	case unitPerSecond:
+		if !e.ofSum {
+			u = "{" + a.Record + "}"
+		}
+		m.SetUnit(u + "/s")
+	case unitValues:
+		m.SetUnit("{value}")
+	default:
+		m.SetUnit(u)
 	}
 	switch e.def.metric {
 	case shapeCount:

@@ -5,7 +5,7 @@ import "testing"
 // testAggregation is an aggregation of spans named name, of no group_by keys, with outputs.
 func testAggregation(t testing.TB, name string, outputs ...string) *Aggregation {
 	t.Helper()
-	c, err := Compile(outputs)
+	c, err := Compile(outputs, false)
 	if err != nil {
 		t.Fatal(err)
 	}

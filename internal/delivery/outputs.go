@@ -26,8 +26,8 @@ type Output struct {
 	// value is a double output's value for a result; q is the output's index among the family's
 	// configured members (the percentile's index in Result.Quantiles). count's is intValue; the
 	// histogram's is the point's sketch or bucket counts.
-	value    func(r *stream.Result, q int, a *Aggregation) float64
-	intValue func(r *stream.Result, q int) int64
+	value    func(r *stream.Result, e *Emitted) float64
+	intValue func(r *stream.Result, e *Emitted) int64
 	// ofWindowValues: a gauge of the values of the whole window, emitted for a window with at least
 	// one value. The others are additive: they come from the result's point (see stream.Point), with
 	// the configured temporality.
@@ -42,8 +42,8 @@ type Output struct {
 	// stream.Accumulator), makes its kind; id is the index of the record identifier it takes, for an
 	// output of a key (distinct). Its value reads Result.Values at the configured output's index.
 	accumulator func(id int) stream.AccumulatorKind
-	// unit is its metric's unit, given the aggregation's; nil: the aggregation's.
-	unit func(a *Aggregation) string
+	// unit is its metric's unit, from the aggregation's (see describe).
+	unit unitRule
 }
 
 // metricShape is the pdata type of an output's metric.
@@ -57,54 +57,54 @@ const (
 	shapeIntGauge                     // Gauge of ints
 )
 
+// unitRule is how an output's unit follows from its aggregation's.
+type unitRule uint8
+
+const (
+	unitAsValues  unitRule = iota // the aggregation's (count's: its records', see describe)
+	unitSquared                   // the aggregation's squared: ms2
+	unitPerSecond                 // per second: {span}/s for a count, the input's unit/s for a sum
+	unitValues                    // {value}: a number of distinct values
+)
+
 const additive = " (cumulative: since the series' start; delta: in the slide)."
 
 // outputs is the table, in the order their metrics are made for a result.
 var outputs = []Output{
 	{name: Count, metric: shapeCount, description: "Records" + additive,
-		intValue: func(r *stream.Result, _ int) int64 { return int64(min(r.Point.Count, math.MaxInt64)) }}, // saturated
+		intValue: func(r *stream.Result, _ *Emitted) int64 { return int64(min(r.Point.Count, math.MaxInt64)) }}, // saturated
 	{name: "sum", needsValue: true, metric: shapeSum, description: "Sum of the values" + additive,
-		value: func(r *stream.Result, _ int, _ *Aggregation) float64 { return r.Point.Sum }},
+		value: func(r *stream.Result, _ *Emitted) float64 { return r.Point.Sum }},
 	{name: "avg", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Mean of the values in the window.",
-		value: func(r *stream.Result, _ int, _ *Aggregation) float64 { return r.Avg }},
+		value: func(r *stream.Result, _ *Emitted) float64 { return r.Avg }},
 	{name: "min", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Least value in the window.",
-		value: func(r *stream.Result, _ int, _ *Aggregation) float64 { return r.Min }},
+		value: func(r *stream.Result, _ *Emitted) float64 { return r.Min }},
 	{name: Max, needsValue: true, metric: shapeGauge, ofWindowValues: true, windowMax: true, description: "Greatest value in the window.",
-		value: func(r *stream.Result, _ int, _ *Aggregation) float64 { return r.Max }},
+		value: func(r *stream.Result, _ *Emitted) float64 { return r.Max }},
 	{name: "pNN", pattern: regexp.MustCompile(`^p([0-9]{1,6})$`), examples: []string{"p50", "p99", "p999"}, needsValue: true, metric: shapeGauge, ofWindowValues: true,
 		description: "Percentile pNN of the values in the window, within 1% relative error.",
-		value:       func(r *stream.Result, q int, _ *Aggregation) float64 { return r.Quantiles[q] }},
+		value:       func(r *stream.Result, e *Emitted) float64 { return r.Quantiles[e.q] }},
 	{name: Histogram, needsValue: true, metric: shapeHistogram, description: "Histogram of the values" + additive},
 	{name: "stddev", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Population standard deviation of the values in the window.",
-		accumulator: spread, value: func(r *stream.Result, i int, _ *Aggregation) float64 { return math.Sqrt(r.Values[i]) }},
+		accumulator: spread, value: func(r *stream.Result, e *Emitted) float64 { return math.Sqrt(r.Values[e.q]) }},
 	{name: "stdvar", needsValue: true, metric: shapeGauge, ofWindowValues: true, description: "Population variance of the values in the window.",
-		accumulator: spread, value: func(r *stream.Result, i int, _ *Aggregation) float64 { return r.Values[i] },
-		unit: func(a *Aggregation) string {
-			if u := a.Unit(); u != "" && u != "1" {
-				return u + "2"
-			}
-			return a.Unit()
-		}},
+		accumulator: spread, value: func(r *stream.Result, e *Emitted) float64 { return r.Values[e.q] },
+		unit: unitSquared},
 	{name: "rate", metric: shapeGauge, ofWindow: true, description: "Records per second of the window (metric points: their sum per second).",
-		value: func(r *stream.Result, _ int, a *Aggregation) float64 {
+		value: func(r *stream.Result, e *Emitted) float64 {
 			if r.WindowCount == 0 {
 				return math.NaN() // unknown: a late firing restored from a snapshot of version 6
 			}
 			seconds := float64(r.End-r.Start) / 1e9
-			if a.RatesSum {
+			if e.ofSum {
 				return r.WindowSum / seconds
 			}
 			return float64(r.WindowCount) / seconds
 		},
-		unit: func(a *Aggregation) string {
-			if a.RatesSum {
-				return a.Unit() + "/s"
-			}
-			return "{" + a.Record + "}/s"
-		}},
+		unit: unitPerSecond},
 	{name: "distinct:<key>", pattern: regexp.MustCompile(`^` + distinctPrefix + `.+$`), examples: []string{"distinct:trace_id", "distinct:user.id"}, metric: shapeIntGauge, ofWindow: true,
 		description: "Distinct values of <key> in the window (exact up to 64, within 1% typically above).",
-		accumulator: stream.DistinctKind, intValue: func(r *stream.Result, i int) int64 { return int64(math.Round(r.Values[i])) }, unit: func(*Aggregation) string { return "{value}" }},
+		accumulator: stream.DistinctKind, intValue: func(r *stream.Result, e *Emitted) int64 { return int64(math.Round(r.Values[e.q])) }, unit: unitValues},
 }
 
 // distinctPrefix begins a distinct:<key> output; the key follows it.
@@ -184,8 +184,9 @@ type Compiled struct {
 }
 
 // Compile returns an aggregation's configured outputs in table order (a family's in their configured
-// order), its quantiles, and its accumulators.
-func Compile(configured []string) (Compiled, error) {
+// order), its quantiles, and its accumulators; ofSum says that its rate is its sum's, per second
+// (metric points), not its count's.
+func Compile(configured []string, ofSum bool) (Compiled, error) {
 	var c Compiled
 	for i := range outputs {
 		def := &outputs[i]
@@ -193,7 +194,7 @@ func Compile(configured []string) (Compiled, error) {
 			if Lookup(name) != def {
 				continue
 			}
-			e := Emitted{def: def, name: name}
+			e := Emitted{def: def, name: name, ofSum: ofSum && def.unit == unitPerSecond}
 			if def.name == "pNN" {
 				q, err := quantileOf(name)
 				if err != nil {
@@ -218,32 +219,6 @@ func Compile(configured []string) (Compiled, error) {
 	return c, nil
 }
 
-// Gauges calls put with the name (as in the metric's name after "<name>.") and value of each of the
-// aggregation's gauges of the whole window in firing r, as its metrics would carry them: those of
-// its values only for a window with values.
-func (a *Aggregation) Gauges(r *stream.Result, put func(name string, v float64)) {
-	if !r.HasWindow {
-		return
-	}
-	for i := range a.Outputs {
-		e := &a.Outputs[i]
-		var v float64
-		switch {
-		case e.def.ofWindowValues && r.WindowValueCount > 0:
-			v = e.def.value(r, e.q, a)
-		case e.def.ofWindow && e.def.metric == shapeIntGauge:
-			v = float64(e.def.intValue(r, e.q))
-		case e.def.ofWindow:
-			v = e.def.value(r, e.q, a)
-		default:
-			continue
-		}
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			put(e.name, v)
-		}
-	}
-}
-
 // Has reports whether outputs hold the row named name.
 func Has(outputs []Emitted, name string) bool {
 	for _, e := range outputs {
@@ -259,4 +234,6 @@ type Emitted struct {
 	def  *Output
 	name string // the metric name's suffix: the configured name
 	q    int    // index among the percentiles, or among the accumulators (Result.Values), for its value
+	// ofSum: a rate of the sum (metric points), not of the count
+	ofSum bool
 }

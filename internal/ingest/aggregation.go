@@ -136,8 +136,7 @@ func (c *Aggregation) EngineAggregation(maxSeries int) stream.Aggregation {
 // Delivered describes the aggregation for delivery: what to build of its results, for which sinks.
 func (c *Aggregation) Delivered() *delivery.Aggregation {
 	return &delivery.Aggregation{Name: c.Name, Input: c.Signal.Input, Record: c.Signal.record, GroupBy: c.GroupByNames(), Outputs: c.Outputs,
-		Bounds: c.Bounds, HistMax: c.HistMax, StampsInstance: c.StampsInstance, Unit: c.outputUnit, MonotonicSum: c.monotonicSum,
-		RatesSum: c.Input != nil}
+		Bounds: c.Bounds, HistMax: c.HistMax, StampsInstance: c.StampsInstance, Unit: c.outputUnit, MonotonicSum: c.monotonicSum}
 }
 
 // outputUnit is the unit of its value outputs: a metrics aggregation's input's, else the configured

@@ -9,35 +9,34 @@ import (
 // the int 200 are two values; a map or a slice by its contents), 0 where the record lacks the key.
 // The engine counts distinct hashes (internal/engine/hll), which must be well mixed: xxhash's are.
 
-// distinctIDs returns the record's identifiers for aggregation a's distinct outputs, by identifier
-// index, in the call's buffer (valid until the next call); nil when a has none.
-func (run *ingestRun) distinctIDs(a *Aggregation) []uint64 {
+// distinctIDs returns the identifiers of record r, of trace id trace (zero: none), for aggregation
+// a's distinct outputs, by identifier index, hashed by h into buf (which the result reuses); nil when
+// a has none.
+func distinctIDs(a *Aggregation, r *Record, trace [16]byte, h *identityHasher, buf *[]uint64) []uint64 {
 	if len(a.Distinct) == 0 {
 		return nil
 	}
-	ids := run.sc.ids[:0]
+	ids := (*buf)[:0]
 	for _, k := range a.Distinct {
-		ids = append(ids, run.distinctID(k))
+		ids = append(ids, distinctID(k, r, trace, h))
 	}
-	run.sc.ids = ids
+	*buf = ids
 	return ids
 }
 
-// distinctID returns the hash of the record's value of key k, or 0 without one.
-func (run *ingestRun) distinctID(k KeyRef) uint64 {
-	h := &run.sc.idHasher
+// distinctID returns the hash of record r's value of key k, or 0 without one.
+func distinctID(k KeyRef, r *Record, trace [16]byte, h *identityHasher) uint64 {
 	h.begin()
 	switch {
 	case k.Field == FieldTraceID:
-		tid := run.rec.TraceID
-		if tid == ([16]byte{}) {
+		if trace == ([16]byte{}) {
 			return 0
 		}
-		h.buf = append(h.buf, tid[:]...)
+		h.buf = append(h.buf, trace[:]...)
 	case k.Field >= 0:
-		h.buf = append(append(h.buf, byte(pcommon.ValueTypeStr)), run.r.Field[k.Field]...)
+		h.buf = append(append(h.buf, byte(pcommon.ValueTypeStr)), r.Field[k.Field]...)
 	default:
-		v, _, ok := run.r.lookup(k.Name)
+		v, _, ok := r.lookup(k.Name)
 		if !ok {
 			return 0
 		}

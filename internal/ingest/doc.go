@@ -14,6 +14,7 @@
 //	ingest.go                       the core: one call's run, stage, apply, finish; outcomes
 //	metricreader.go                 the view of a metric point, and what it adds (internal/metricinput)
 //	reading.go                      an aggregation's selection, key, value and weight of the view
+//	distinct.go                     a record's identifiers for the distinct:<key> outputs
 //	report.go, telemetry.go         what a call reports: the counters, the OTTL error log
 //	aggregation.go                  the compiled aggregation, and what a signal's aggregations read
 //	signal.go                       the signals: their special keys, OTTL contexts, outputs

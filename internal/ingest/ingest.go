@@ -182,7 +182,7 @@ func (run *ingestRun) stage(aggs []*Aggregation, t int64) {
 		if it.truncated {
 			run.tl.Truncated++
 		}
-		rec.Agg, rec.Key, rec.IDs = a.Index, kb.Key(), run.distinctIDs(a)
+		rec.Agg, rec.Key, rec.IDs = a.Index, kb.Key(), distinctIDs(a, r, rec.TraceID, &run.sc.idHasher, &run.sc.ids)
 		if it.dist != nil {
 			b.StageDistribution(rec, it.dist)
 			continue

@@ -4,9 +4,9 @@ package stream
 // those do not hold (the values' spread, the number of distinct values) is one Accumulator and its
 // kind. An aggregation lists its kinds (Aggregation.Accumulators); every pane of its series holds one
 // accumulator of each, which takes every record the pane takes, on time or late; a window's figure is
-// its panes' merged (Merge) and read as one number (Value), in Result.Values. Such an output is a
-// gauge of the whole window: unlike the additive outputs it has no late delta, fold or running total,
-// and a late firing carries it corrected, as it does avg.
+// its panes' merged (Merge, in emit.go's windowValues) and read as one number (Value), in
+// Result.Values. Such an output is a gauge of the whole window: unlike the additive outputs it has no
+// late delta, fold or running total, and a late firing carries it corrected, as it does avg.
 //
 // The scalar outputs (totals.go), the sketch (sketches.go), the explicit buckets (buckets.go) and the
 // exemplars (exemplars.go) keep their own layout in the pane, which the hot path of every record
@@ -49,12 +49,12 @@ func (k *AccumulatorKind) idOf(ids []uint64) uint64 {
 	return ids[k.ID]
 }
 
-// accumulate adds item it, of the pane of series se starting at start, to the pane's accumulators.
-// The pane exists: the record's value went to it or to the head, which is on it, first.
-func (s *shard) accumulate(se *series, start int64, it *item) {
-	kinds := s.aggs[se.agg].Accumulators
-	p := se.pane(start, &s.paneMaker)
-	for i, acc := range *p.accs {
+// accumulators are one pane's accumulators, one of each of its aggregation's kinds.
+type accumulators []Accumulator
+
+// add adds item it, a record of the pane, to each accumulator, of kinds.
+func (accs *accumulators) add(kinds []AccumulatorKind, it *item) {
+	for i, acc := range *accs {
 		id := kinds[i].idOf(it.ids)
 		if it.dist != nil {
 			acc.AddDist(it.dist, id)
@@ -63,41 +63,6 @@ func (s *shard) accumulate(se *series, start int64, it *item) {
 		}
 	}
 }
-
-// windowValues appends to dst the figures of the accumulators of the window made of panes, each
-// merged from theirs.
-func (s *shard) windowValues(agg int32, panes []pane, dst []float64) []float64 {
-	if len(panes) == 1 {
-		for _, acc := range *panes[0].accs {
-			dst = append(dst, acc.Value())
-		}
-		return dst
-	}
-	w := s.windowAccumulators(agg)
-	for i, acc := range w {
-		acc.Reset()
-		for j := range panes {
-			acc.Merge((*panes[j].accs)[i])
-		}
-		dst = append(dst, acc.Value())
-	}
-	return dst
-}
-
-// windowAccumulators returns the shard's scratch accumulators of aggregation agg, for merging a
-// window's panes.
-func (s *shard) windowAccumulators(agg int32) accumulators {
-	if s.wAccs == nil {
-		s.wAccs = make([]*accumulators, len(s.aggs))
-	}
-	if s.wAccs[agg] == nil {
-		s.wAccs[agg] = newAccumulators(s.aggs[agg].Accumulators)
-	}
-	return *s.wAccs[agg]
-}
-
-// accumulators are one pane's accumulators, one of each of its aggregation's kinds.
-type accumulators []Accumulator
 
 // newAccumulators returns one empty accumulator of each of kinds; nil for none.
 func newAccumulators(kinds []AccumulatorKind) *accumulators {

@@ -480,3 +480,35 @@ func windowMaxExemplar(panes []pane) (best exemplar.Exemplar, ok bool) {
 	}
 	return best, ok
 }
+
+// windowValues appends to dst the figures of the accumulators of the window made of panes, each
+// merged from theirs.
+func (s *shard) windowValues(agg int32, panes []pane, dst []float64) []float64 {
+	if len(panes) == 1 {
+		for _, acc := range *panes[0].accs {
+			dst = append(dst, acc.Value())
+		}
+		return dst
+	}
+	w := s.windowAccumulators(agg)
+	for i, acc := range w {
+		acc.Reset()
+		for j := range panes {
+			acc.Merge((*panes[j].accs)[i])
+		}
+		dst = append(dst, acc.Value())
+	}
+	return dst
+}
+
+// windowAccumulators returns the shard's scratch accumulators of aggregation agg, for merging a
+// window's panes.
+func (s *shard) windowAccumulators(agg int32) accumulators {
+	if s.wAccs == nil {
+		s.wAccs = make([]*accumulators, len(s.aggs))
+	}
+	if s.wAccs[agg] == nil {
+		s.wAccs[agg] = newAccumulators(s.aggs[agg].Accumulators)
+	}
+	return *s.wAccs[agg]
+}

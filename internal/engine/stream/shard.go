@@ -141,7 +141,7 @@ func (s *shard) release(se *series) {
 
 // addItem puts item it of pane start, judged as verdict, with its exemplar ex (nil: none), into series
 // se: the value (addValue) or the distribution (addDist), then the exemplar where the value went
-// (addExemplar), then the accumulators of its pane (accumulate).
+// (addExemplar), then the accumulators of its pane.
 func (s *shard) addItem(se *series, start int64, it *item, verdict Verdict, ex *exemplar.Exemplar) {
 	if it.dist != nil {
 		s.addDist(se, start, it.dist, verdict)
@@ -151,8 +151,9 @@ func (s *shard) addItem(se *series, start int64, it *item, verdict Verdict, ex *
 			s.addExemplar(se, start, it.v, verdict, ex)
 		}
 	}
-	if len(s.aggs[se.agg].Accumulators) > 0 {
-		s.accumulate(se, start, it)
+	if kinds := s.aggs[se.agg].Accumulators; len(kinds) > 0 {
+		// The pane exists: the record's value went to it, or to the head, which is on it.
+		se.pane(start, &s.paneMaker).accs.add(kinds, it)
 	}
 }
 
