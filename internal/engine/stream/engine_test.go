@@ -388,10 +388,10 @@ func stageRec(b *Batch, r *refRec, key []byte, tag int32) Verdict {
 		return vd
 	}
 	if r.dist != nil {
-		b.StageDistribution(&Record{Agg: r.agg, Key: key, Time: r.t, Tag: tag}, distOf(&b.e.aggs[r.agg], r))
+		b.StageDistribution(&Record{Agg: r.agg, Key: key, Time: r.t, Tag: tag, IDs: r.ids()}, distOf(&b.e.aggs[r.agg], r))
 		return OnTime
 	}
-	b.StageChecked(&Record{Agg: r.agg, Key: key, Time: r.t, Value: r.v, Tag: tag, Weight: r.w})
+	b.StageChecked(&Record{Agg: r.agg, Key: key, Time: r.t, Value: r.v, Tag: tag, Weight: r.w, IDs: r.ids()})
 	return OnTime
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/windowaggregator/windowaggregator/internal/engine/hll"
 )
 
 // Firings, as reported by the engine or computed by the model.
@@ -21,6 +23,7 @@ type firingRec struct {
 	Count, ValueCount, WindowValueCount uint64
 	Sum, Avg, Min, Max                  float64
 	Quantiles                           []float64
+	Values                              []float64 // the accumulators' (Result.Values)
 
 	HasHist                bool
 	HistCount, HistBuckets uint64 // HistBuckets: zero count + every bucket count
@@ -31,6 +34,7 @@ type firingRec struct {
 	HistPos, HistNeg       []uint64
 
 	absSum, wholeAbsSum float64 // model only: the scale of the sums, for their tolerance
+	spreadScale         float64 // model only: the greatest squared value of the spread, for its tolerance
 }
 
 type firingID struct {
@@ -86,7 +90,7 @@ func firingFromResult(r *Result) firingRec { return copyFiring(r, true) }
 func copyFiring(r *Result, buckets bool) firingRec {
 	f := firingRec{Agg: r.Agg, Key: r.Key, Overflow: r.Overflow, Start: r.Start, End: r.End, Late: r.late,
 		Count: r.Count, ValueCount: r.ValueCount, WindowValueCount: r.WindowValueCount,
-		Sum: r.Sum, Avg: r.Avg, Min: r.Min, Max: r.Max, Quantiles: slices.Clone(r.Quantiles)}
+		Sum: r.Sum, Avg: r.Avg, Min: r.Min, Max: r.Max, Quantiles: slices.Clone(r.Quantiles), Values: slices.Clone(r.Values)}
 	if h := r.Hist; h != nil {
 		f.HasHist = true
 		f.HistCount, f.HistSum, f.HistScale, f.HistZero = h.Count(), h.Sum(), h.Scale(), h.ZeroCount()
@@ -159,6 +163,9 @@ func (tf timeFmt) firing(f *firingRec) string {
 	if f.WindowValueCount > 0 {
 		s += fmt.Sprintf(" avg=%g min=%g max=%g q=%v", f.Avg, f.Min, f.Max, f.Quantiles)
 	}
+	if len(f.Values) > 0 {
+		s += fmt.Sprintf(" values=%v", f.Values)
+	}
 	if f.HasHist {
 		s += fmt.Sprintf(" hist{count=%d sum=%g buckets=%d}", f.HistCount, f.HistSum, f.HistBuckets)
 	}
@@ -207,6 +214,18 @@ func compareToModel(tf timeFmt, aggs []Aggregation, want, got []firingRec) []str
 				for k := range w.Quantiles {
 					check(within(g.Quantiles[k], w.Quantiles[k], 0.01*math.Abs(w.Quantiles[k])),
 						fmt.Sprintf("quantile %v", aggs[w.Agg].Quantiles[k]))
+				}
+			}
+		}
+		if len(g.Values) != len(w.Values) {
+			check(false, "len(values)")
+		} else {
+			for k, kind := range aggs[w.Agg].Accumulators {
+				switch kind.Name {
+				case SpreadKind.Name: // Welford and Chan's merges against two passes
+					check(within(g.Values[k], w.Values[k], 1e-9*w.Values[k]+1e-12*w.spreadScale), "stdvar")
+				default: // distinct: exact up to hll.ExactMax, estimated above
+					check(g.Values[k] == w.Values[k] || w.Values[k] > hll.ExactMax && within(g.Values[k], w.Values[k], 0.1*w.Values[k]), "distinct")
 				}
 			}
 		}

@@ -106,7 +106,7 @@ func modelConfigs() []modelConfig {
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
 		{name: "tumbling10s-late-ooo-idle", weights: true, dists: true, size: 10 * s, slide: 10 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
 			skew: 30 * s, keys: 8, emptyKey: true, seeds: 40, ops: 40,
-			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Accumulators: []AccumulatorKind{SpreadKind, DistinctKind(0)}}}},
 		{name: "tumbling1s-3aggs", weights: true, dists: true, size: s, lateness: 2 * s, ooo: s / 2, idle: 3 * s, skew: 30 * s, keys: 3,
 			seeds: 40, ops: 40, shards: 1,
 			aggs: []Aggregation{{Histogram: true}, {Quantiles: []float64{0, 0.25, 1}}, {}}},
@@ -114,7 +114,7 @@ func modelConfigs() []modelConfig {
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}}},
 		{name: "sliding4s/1s-late-idle-3aggs", weights: true, dists: true, size: 4 * s, slide: s, lateness: 2500 * time.Millisecond, idle: 5 * s,
 			skew: 30 * s, keys: 12, seeds: 40, ops: 30,
-			aggs: []Aggregation{{Quantiles: fullQuantiles}, {Histogram: true}, {}}},
+			aggs: []Aggregation{{Quantiles: fullQuantiles}, {Histogram: true}, {Accumulators: []AccumulatorKind{DistinctKind(0), SpreadKind}}}},
 		{name: "sliding60s/1s", size: 60 * s, slide: s, lateness: 10 * s, ooo: 5 * s, idle: 20 * s, skew: 30 * s,
 			keys: 12, seeds: 8, ops: 20,
 			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
@@ -126,7 +126,7 @@ func modelConfigs() []modelConfig {
 		// fills one).
 		{name: "sliding4s/1s-dense", weights: true, dists: true, size: 4 * s, slide: s, ooo: s, skew: 30 * s, keys: 2,
 			maxBatch: 300, seeds: 24, ops: 16,
-			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {}}},
+			aggs: []Aggregation{{Quantiles: fullQuantiles, Histogram: true}, {Accumulators: []AccumulatorKind{SpreadKind, DistinctKind(0)}}}},
 		// Windows moved off the epoch's multiples: back by 3 s (starting at 7 s past a multiple of 10),
 		// and forward by 1 s with a 2.5 s slide near the epoch.
 		{name: "tumbling10s-offset-3s", weights: true, dists: true, size: 10 * s, offset: -3 * s, lateness: 5 * s, ooo: 2 * s, idle: 15 * s,
@@ -396,7 +396,7 @@ func genScenario(c *modelConfig, seed uint64) *scenario {
 			if finite(v) {
 				prev = append(prev, v)
 			}
-			rec := refRec{agg: agg, key: key, t: t, v: v, src: src}
+			rec := refRec{agg: agg, key: key, t: t, v: v, src: src, id: recIDOf(v)}
 			if c.weights {
 				rec.w = genWeight(rng)
 			}

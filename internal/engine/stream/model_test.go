@@ -116,6 +116,29 @@ type refRec struct {
 	// max.
 	dist     []float64
 	noMinMax bool
+	// id is the record's identifier for the aggregations' distinct accumulators (0: none); staged as
+	// idHash(id).
+	id uint64
+}
+
+// recIDOf is a record's identifier drawn from its value, so that the scenarios' random draws stay as
+// they were: 0 (none) to 127, repeated where values repeat.
+func recIDOf(v float64) uint64 { return math.Float64bits(v) * 0x9e3779b97f4a7c15 >> 57 }
+
+// idHash is what a record's identifier is staged as: a bijective mix of it (SplitMix64's
+// finalizer), well spread as the component's hashes are, 0 kept for none.
+func idHash(x uint64) uint64 {
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// ids returns what r stages as its identifiers: idHash(r.id), or none.
+func (r *refRec) ids() []uint64 {
+	if r.id == 0 {
+		return nil
+	}
+	return []uint64{idHash(r.id)}
 }
 
 // weight returns the records r stands for.
@@ -582,7 +605,43 @@ func (m *refModel) fire(out []firingRec, id refWinID, w *refWin, late bool) []fi
 		f.HasHist = true
 		f.HistCount, f.HistSum, f.HistBuckets = f.ValueCount, f.Sum, f.ValueCount
 	}
+	for _, k := range a.Accumulators {
+		f.Values = append(f.Values, m.accumulated(k, w.all, &f))
+	}
 	return append(out, f)
+}
+
+// accumulated is what accumulator kind k holds of records recs, worked out in the plainest way: the
+// population variance of the values records weigh (distributions add none), by two passes; the
+// number of distinct identifiers.
+func (m *refModel) accumulated(k AccumulatorKind, recs []int, f *firingRec) float64 {
+	if k.Name != SpreadKind.Name {
+		ids := map[uint64]bool{}
+		for _, i := range recs {
+			if id := m.recs[i].id; id != 0 {
+				ids[id] = true
+			}
+		}
+		return float64(len(ids))
+	}
+	var n, sum float64
+	for _, i := range recs {
+		if r := &m.recs[i]; r.dist == nil && finite(r.v) {
+			n += float64(r.weight())
+			sum += float64(r.weight()) * r.v
+			f.spreadScale = max(f.spreadScale, r.v*r.v)
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	mean, m2 := sum/n, 0.0
+	for _, i := range recs {
+		if r := &m.recs[i]; r.dist == nil && finite(r.v) {
+			m2 += float64(r.weight()) * (r.v - mean) * (r.v - mean)
+		}
+	}
+	return m2 / n
 }
 
 // weighted is a value and the records it stands for.

@@ -27,7 +27,9 @@ func (s *Spread) Add(v float64, hasValue bool, n uint64, _ uint64) {
 	w, total := float64(n), float64(s.n)
 	d := v - s.mean
 	s.mean += d * w / total
-	s.m2 += d * (v - s.mean) * w
+	// d and v - mean have the same sign, but rounding can make their product a hair below 0 when
+	// v is at the mean: m2 is kept at 0 or above, as a variance is.
+	s.m2 = max(s.m2+d*(v-s.mean)*w, 0)
 }
 
 func (s *Spread) AddDist(*Distribution, uint64) {}
@@ -56,7 +58,7 @@ func (s *Spread) Value() float64 {
 	if s.n == 0 {
 		return 0
 	}
-	return max(s.m2, 0) / float64(s.n)
+	return s.m2 / float64(s.n)
 }
 
 func (s *Spread) AppendBinary(b []byte) []byte {
