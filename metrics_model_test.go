@@ -55,6 +55,11 @@ type modelCell2 struct {
 	min, max  float64
 	hasValues bool
 	buckets   map[int32]uint64 // explicit by index, exponential by bucket index
+	// A window's gauge values and the pods they came from (the model's); its stddev, its number of
+	// distinct pods and its rate (the component's).
+	values              []float64
+	pods                map[string]bool
+	stddev, rate, nPods float64
 }
 
 func (c modelCells) at(agg, series string, window int64) *modelCell2 {
@@ -79,10 +84,15 @@ func (c modelCells) add(agg, series string, window int64, n uint64, sum float64,
 	}
 }
 
-// addValue counts a gauge value, with its min and max.
-func (c modelCells) addValue(agg, series string, window int64, v float64) {
+// addValue counts a gauge value of pod, with its min and max.
+func (c modelCells) addValue(agg, series, pod string, window int64, v float64) {
 	c.add(agg, series, window, 1, v, nil)
 	cell := c.at(agg, series, window)
+	cell.values = append(cell.values, v)
+	if cell.pods == nil {
+		cell.pods = map[string]bool{}
+	}
+	cell.pods[pod] = true
 	if !cell.hasValues || v < cell.min {
 		cell.min = v
 	}
@@ -163,7 +173,7 @@ func (m *modelRun) export(rng *rand.Rand, p *modelPod, t int64) []inPoint {
 	}
 	// depth and bytes: every point counts
 	g := float64(rng.IntN(100))
-	m.want.addValue("depth", svc, win, g)
+	m.want.addValue("depth", svc, p.pod, win, g)
 	b := float64(rng.IntN(50))
 	m.want.add("bytes", "", win, 1, b, nil)
 	m.count("depth", "aggregated", 1)
@@ -336,7 +346,7 @@ func (m *modelRun) resend(b modelBatch, dedup bool) (duplicates int64) {
 		win, svc := p.t/10*10, "service.name="+p.service+"(Str)"
 		switch p.kind {
 		case inGauge:
-			m.want.addValue("depth", svc, win, p.v)
+			m.want.addValue("depth", svc, p.pod, win, p.v)
 			m.count("depth", "aggregated", 1)
 		case inDeltaSum:
 			m.want.add("bytes", "", win, 1, p.v, nil)
@@ -368,7 +378,8 @@ func modelMetricsConfig(temporality Temporality, late LateFirings) *Config {
 	names := func(n ...string) *WhereConfig { return &WhereConfig{MetricNames: n} }
 	cfg.Aggregations = []AggregationConfig{
 		{Name: "reqs", Signal: "metrics", Where: names("reqs"), GroupBy: byService, Outputs: []string{"count", "sum"}},
-		{Name: "depth", Signal: "metrics", Where: names("depth"), GroupBy: byService, Outputs: []string{"count", "sum", "min", "max"}},
+		{Name: "depth", Signal: "metrics", Where: names("depth"), GroupBy: byService,
+			Outputs: []string{"count", "sum", "min", "max", "stddev", "rate", "distinct:k8s.pod.name"}},
 		{Name: "bytes", Signal: "metrics", Where: names("bytes"), Outputs: []string{"count", "sum"}},
 		{Name: "lat", Signal: "metrics", Where: names("lat", "lat_delta"), GroupBy: byService, Outputs: []string{"count", "sum", "histogram"},
 			Histogram: &HistogramConfig{Explicit: &ExplicitHistogramConfig{Buckets: []any{1, 5, 10}}}},
@@ -386,14 +397,24 @@ func gotModelCells(all []pmetric.Metrics, cumulative bool) modelCells {
 	lastEnd := map[string]int64{}
 	for _, p := range points(all) {
 		agg, out, _ := cutLast(p.metric)
+		if a, ok := strings.CutSuffix(p.metric, ".distinct.k8s.pod.name"); ok {
+			agg, out = a, "distinct"
+		}
 		cell := func(w int64) *modelCell2 { return got.at(agg, p.attrs, w) }
 		switch out {
-		case "min", "max":
+		case "min", "max", "stddev", "rate", "distinct": // the last firing's of each window
 			c := cell(p.start)
-			if out == "min" {
+			switch out {
+			case "min":
 				c.min = p.value
-			} else {
+			case "max":
 				c.max = p.value
+			case "stddev":
+				c.stddev = p.value
+			case "rate":
+				c.rate = p.value
+			default:
+				c.nPods = p.value
 			}
 			c.hasValues = true
 			continue
@@ -547,6 +568,21 @@ func TestMetricPointsMatchReferenceModel(t *testing.T) {
 				}
 				if agg == "depth" && window != -1 && (g.min != w.min || g.max != w.max) {
 					bad = append(bad, fmt.Sprintf("%s: min %v max %v, want %v %v", k, g.min, g.max, w.min, w.max))
+				}
+				if agg == "depth" && window != -1 {
+					// stddev by two passes over the window's values; rate, their sum per second of
+					// the 10 s window; the distinct pods that sent them.
+					var mean, m2 float64
+					for _, v := range w.values {
+						mean += v / float64(len(w.values))
+					}
+					for _, v := range w.values {
+						m2 += (v - mean) * (v - mean)
+					}
+					stddev := math.Sqrt(m2 / float64(len(w.values)))
+					if math.Abs(g.stddev-stddev) > 1e-9*(1+stddev) || math.Abs(g.rate-w.sum/10) > 1e-9*(1+w.sum) || g.nPods != float64(len(w.pods)) {
+						bad = append(bad, fmt.Sprintf("%s: stddev %v rate %v pods %v, want %v %v %d", k, g.stddev, g.rate, g.nPods, stddev, w.sum/10, len(w.pods)))
+					}
 				}
 			}
 			for k, g := range got {

@@ -146,7 +146,7 @@ type modelAgg struct {
 }
 
 func randomModelAgg(rng *rand.Rand, i int) *modelAgg {
-	m := &modelAgg{cfg: AggregationConfig{Name: "agg" + strconv.Itoa(i), Signal: "spans", Outputs: []string{"count", "sum"}}}
+	m := &modelAgg{cfg: AggregationConfig{Name: "agg" + strconv.Itoa(i), Signal: "spans", Outputs: []string{"count", "sum", "stdvar", "rate"}}}
 	for _, k := range rng.Perm(len(modelConditions))[:rng.IntN(3)] {
 		m.conditions = append(m.conditions, modelConditions[k])
 	}
@@ -193,6 +193,24 @@ func modelTyped(v any) string {
 type modelCell struct {
 	count    uint64
 	sum, abs float64
+	values   []float64 // the model's: the window's values
+	// the component's stdvar and rate; the model's from values and count
+	stdvar, rate float64
+}
+
+// spread returns the population variance of the cell's values, by two passes.
+func (c *modelCell) spread() float64 {
+	if len(c.values) == 0 {
+		return 0
+	}
+	var mean, m2 float64
+	for _, v := range c.values {
+		mean += v / float64(len(c.values))
+	}
+	for _, v := range c.values {
+		m2 += (v - mean) * (v - mean)
+	}
+	return m2 / float64(len(c.values))
 }
 
 // expect runs the model's aggregation over the spans: the counts and sums per series and window start
@@ -255,6 +273,7 @@ func (m *modelAgg) expect(spans []modelSpan) (map[string]*modelCell, [ingest.Num
 		if hasValue {
 			c.sum += value
 			c.abs += math.Abs(value)
+			c.values = append(c.values, value)
 		}
 	}
 	return cells, errs
@@ -324,10 +343,15 @@ func gotCells(all []pmetric.Metrics, name string) map[string]*modelCell {
 			c = &modelCell{}
 			cells[id] = c
 		}
-		if out == "count" {
+		switch out {
+		case "count":
 			c.count += uint64(p.value)
-		} else {
+		case "sum":
 			c.sum += p.value
+		case "stdvar":
+			c.stdvar = p.value
+		case "rate":
+			c.rate = p.value
 		}
 	}
 	return cells
@@ -400,6 +424,8 @@ func TestOTTLMatchesReferenceModel(t *testing.T) {
 					g := got[id]
 					if g == nil || g.count != w.count || math.Abs(g.sum-w.sum) > 1e-9*w.abs {
 						t.Errorf("%s %s: got %+v, want count %d sum %v\nconfig %+v", m.cfg.Name, id, g, w.count, w.sum, m.cfg)
+					} else if sv := w.spread(); math.Abs(g.stdvar-sv) > 1e-9*(1+sv) || g.rate != float64(w.count)/10 {
+						t.Errorf("%s %s: stdvar %v rate %v, want %v and %v (two passes over %v)", m.cfg.Name, id, g.stdvar, g.rate, sv, float64(w.count)/10, w.values)
 					}
 				}
 				for id, g := range got {
