@@ -42,7 +42,7 @@ func distinctID(k KeyRef, r *Record, trace [16]byte, h *identityHasher) uint64 {
 		}
 		h.appendValue(v)
 	}
-	if id := h.sum()[0]; id != 0 {
+	if id := h.first(); id != 0 {
 		return id
 	}
 	return 1 // 0 means none

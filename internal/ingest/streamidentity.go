@@ -30,6 +30,9 @@ func (h *identityHasher) sum() identity {
 	return identity{xxhash.Sum64(h.buf[len(hashSalt):]), xxhash.Sum64(h.buf)}
 }
 
+// first returns the first of sum's hashes alone.
+func (h *identityHasher) first() uint64 { return xxhash.Sum64(h.buf[len(hashSalt):]) }
+
 func (h *identityHasher) begin() { h.buf = append(h.buf[:0], hashSalt...) }
 
 // hashMap returns the identity of attribute map m.

@@ -104,6 +104,18 @@ func (s *Sketch) setReg(i uint, r uint8) {
 	}
 }
 
+// unpack returns the four registers packed in three bytes (register 4k starts at byte 3k).
+func unpack(b []byte) [4]uint8 {
+	return [4]uint8{b[0] & 63, b[0]>>6 | (b[1]&15)<<2, b[1]>>4 | (b[2]&3)<<4, b[2] >> 2}
+}
+
+// pack is unpack's inverse.
+func pack(b []byte, r [4]uint8) {
+	b[0] = r[0] | r[1]<<6
+	b[1] = r[1]>>2 | r[2]<<4
+	b[2] = r[2]>>4 | r[3]<<2
+}
+
 // Merge adds every hash of o: the union of the two sets.
 func (s *Sketch) Merge(o *Sketch) {
 	if !o.dense {
@@ -115,10 +127,9 @@ func (s *Sketch) Merge(o *Sketch) {
 	if !s.dense {
 		s.toDense()
 	}
-	for i := uint(0); i < m; i++ {
-		if r := o.reg(i); r > s.reg(i) {
-			s.setReg(i, r)
-		}
+	for g := 0; g < regBytes; g += 3 {
+		a, b := unpack(s.regs[g:g+3:g+3]), unpack(o.regs[g:g+3:g+3])
+		pack(s.regs[g:g+3:g+3], [4]uint8{max(a[0], b[0]), max(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])})
 	}
 }
 
@@ -133,8 +144,12 @@ func (s *Sketch) Estimate() float64 {
 		return float64(len(s.exact))
 	}
 	var c [q + 2]int // registers by rank
-	for i := uint(0); i < m; i++ {
-		c[s.reg(i)]++
+	for g := 0; g < regBytes; g += 3 {
+		r := unpack(s.regs[g : g+3 : g+3])
+		c[r[0]]++
+		c[r[1]]++
+		c[r[2]]++
+		c[r[3]]++
 	}
 	z := m * tau(1-float64(c[q+1])/m)
 	for k := q; k >= 1; k-- {
@@ -232,8 +247,8 @@ func (s *Sketch) Decode(b []byte) ([]byte, error) {
 		}
 		copy(s.regs, b[:regBytes])
 		s.dense = true
-		for i := uint(0); i < m; i++ {
-			if s.reg(i) > q+1 {
+		for g := 0; g < regBytes; g += 3 {
+			if r := unpack(s.regs[g : g+3 : g+3]); max(r[0], r[1], r[2], r[3]) > q+1 {
 				s.Reset()
 				return b, ErrCorrupt
 			}
