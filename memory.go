@@ -22,7 +22,7 @@ import (
 // up beyond its panes with cumulative output or folded late records: accrualBytes, a sketch with an
 // exponential histogram, B, and with exemplars reservoirBytes + exemplarBytes × (k - 1); C a pane's
 // accumulators, at most stream.AccumulatorKind.Bytes each (stddev and stdvar 40, a distinct output
-// 12.6 KiB once it holds more than 64 values). With early results, A also holds what they sent:
+// 12 KiB and 64 bytes once it holds more than 64 values). With early results, A also holds what they sent:
 // earlySentBytes, B, and a sketch with an exponential histogram (and accrualBytes with revise). The
 // estimate logged at start takes assumedKeyBytes per group_by key and assumedSketch bytes per sketch;
 // the README says how to read it. A metrics aggregation keeps per cumulative input stream its last

@@ -8,14 +8,15 @@ import (
 )
 
 // Early results into Prometheus, against the built distribution: one-minute windows with
-// early_results: 20s, remote-written cumulative, and delta through delta_to_cumulative. Service a's
+// early_results: 20s, cumulative by remote write and scraped, and delta through delta_to_cumulative. Service a's
 // spans at B+5, B+10, B+30, B+50; service w's at B+21 and B+41 move W past B+20 and B+40, and a span
 // at B+62 closes the window: a's counter is one series with no reset, whose samples are at B+20,
-// B+40 and B+60 with 2, 3 and 4 spans, by both remote-write paths.
+// B+40 and B+60 with 2, 3 and 4 spans, by both remote-write paths; scraped, it reaches 4 with no
+// reset either.
 func TestEarlyResultsReachPrometheus(t *testing.T) {
 	skipShort(t)
-	recv := freePort(t)
-	prom := startPrometheus(t, nil)
+	recv, exporterPort := freePort(t), freePort(t)
+	prom := startPrometheus(t, []string{loopback(exporterPort)})
 	rw := func(name, path string) string {
 		return fmt.Sprintf(`
   %s:
@@ -35,14 +36,17 @@ connectors:
     temporality: delta
 processors:
   delta_to_cumulative: {}
-exporters:%s%s
+exporters:
+  prometheus:
+    endpoint: 127.0.0.1:%d
+    const_labels: {path: scrape}%s%s
 service:
   telemetry: {metrics: {level: none}}
   pipelines:
     traces: {receivers: [otlp], exporters: [window_aggregator/cumulative, window_aggregator/delta]}
-    metrics/cumulative: {receivers: [window_aggregator/cumulative], exporters: [prometheus_remote_write/cumulative]}
+    metrics/cumulative: {receivers: [window_aggregator/cumulative], exporters: [prometheus, prometheus_remote_write/cumulative]}
     metrics/delta: {receivers: [window_aggregator/delta], processors: [delta_to_cumulative], exporters: [prometheus_remote_write/delta]}
-`, connector, connector, rw("prometheus_remote_write/cumulative", "remote_write"), rw("prometheus_remote_write/delta", "delta_to_cumulative"))
+`, connector, connector, exporterPort, rw("prometheus_remote_write/cumulative", "remote_write"), rw("prometheus_remote_write/delta", "delta_to_cumulative"))
 	col, c := runCollector(t, recv, config)
 	defer col.stop(t)
 
@@ -52,7 +56,7 @@ service:
 	a := func(s float64) span { return span{"a", "/x", at(s), 5} }
 	paths := []string{"remote_write", "delta_to_cumulative"}
 	sampleAt := func(s float64) string { // the latest sample of each path at B+s, and its time
-		return fmt.Sprintf(`lat_count_total{service_name="a"} @ %.3f`, float64(at(s))/1e9)
+		return fmt.Sprintf(`lat_count_total{service_name="a", path!="scrape"} @ %.3f`, float64(at(s))/1e9)
 	}
 	waitValue := func(s, want float64) {
 		t.Helper()
@@ -93,6 +97,16 @@ service:
 		if err := allZero(prom.mustQuery(t, "resets(lat_count_total"+sel+")")); err != nil {
 			t.Errorf("path %s: resets: %v", path, err)
 		}
+	}
+	// Scraped: the exporter's latest value, sampled at scrape times.
+	prom.waitQuery(t, 30*time.Second, `lat_count_total{service_name="a", path="scrape"}`, func(got []promResult) error {
+		if len(got) != 1 || got[0].value != 4 {
+			return fmt.Errorf("scraped %v, want 4", got)
+		}
+		return nil
+	})
+	if err := allZero(prom.mustQuery(t, `resets(lat_count_total{service_name="a", path="scrape"}[10m])`)); err != nil {
+		t.Errorf("scraped: resets: %v", err)
 	}
 	for what, out := range map[string]string{"Prometheus": prom.output.String(), "the collector": col.output.String()} {
 		for _, bad := range []string{"Out of order sample", "duplicate sample", "out of bounds", "Error appending remote write",

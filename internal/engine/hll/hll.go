@@ -25,15 +25,32 @@ const (
 	q        = 64 - p // bits of a hash behind the index; a register holds a rank in [0, q+1]
 	regBits  = 6      // bits per register: ranks up to 63 > q+1
 	regBytes = m * regBits / 8
-	// MaxBytes is the most a sketch holds: its registers, plus the exact list it leaves unused.
-	MaxBytes = regBytes + ExactMax*8
+	// MaxBytes is the most a sketch holds: its registers, in whose storage the exact list is kept
+	// before them.
+	MaxBytes = regBytes
 )
 
 // Sketch is a set of 64-bit hashes, counted. The zero Sketch is empty and ready to use.
 type Sketch struct {
-	exact []uint64 // the distinct hashes, while dense is false; at most ExactMax
-	regs  []byte   // m packed registers, with dense; kept across Reset
+	// buf holds, while dense is false, the n distinct hashes (8 bytes each, little-endian; at most
+	// ExactMax), and with dense the m packed registers (regBytes). It is kept across Reset, so that
+	// a sketch used again takes no memory more.
+	buf   []byte
+	n     int
 	dense bool
+}
+
+// exactAt returns the i-th hash of the exact list.
+func (s *Sketch) exactAt(i int) uint64 { return binary.LittleEndian.Uint64(s.buf[8*i:]) }
+
+// holds reports whether the exact list holds h.
+func (s *Sketch) holds(h uint64) bool {
+	for i := range s.n {
+		if s.exactAt(i) == h {
+			return true
+		}
+	}
+	return false
 }
 
 // Insert adds hash h.
@@ -42,29 +59,40 @@ func (s *Sketch) Insert(h uint64) {
 		s.insertReg(h)
 		return
 	}
-	if slices.Contains(s.exact, h) {
+	if s.holds(h) {
 		return
 	}
-	if len(s.exact) < ExactMax {
-		s.exact = append(s.exact, h)
+	if s.n < ExactMax {
+		if need := 8 * (s.n + 1); need > len(s.buf) {
+			if need > cap(s.buf) {
+				s.buf = slices.Grow(s.buf[:len(s.buf)], min(max(64, 2*cap(s.buf)), 8*ExactMax)-len(s.buf))
+			}
+			s.buf = s.buf[:need]
+		}
+		binary.LittleEndian.PutUint64(s.buf[8*s.n:], h)
+		s.n++
 		return
 	}
 	s.toDense()
 	s.insertReg(h)
 }
 
-// toDense moves the exact list into registers.
+// toDense moves the exact list into registers, in the same storage.
 func (s *Sketch) toDense() {
-	if s.regs == nil {
-		s.regs = make([]byte, regBytes)
-	} else {
-		clear(s.regs)
+	var exact [ExactMax]uint64
+	for i := range s.n {
+		exact[i] = s.exactAt(i)
 	}
+	if cap(s.buf) < regBytes {
+		s.buf = make([]byte, regBytes)
+	}
+	s.buf = s.buf[:regBytes]
+	clear(s.buf)
 	s.dense = true
-	for _, h := range s.exact {
+	for _, h := range exact[:s.n] {
 		s.insertReg(h)
 	}
-	s.exact = s.exact[:0]
+	s.n = 0
 }
 
 func (s *Sketch) insertReg(h uint64) {
@@ -83,9 +111,9 @@ func (s *Sketch) insertReg(h uint64) {
 func (s *Sketch) reg(i uint) uint8 {
 	off := i * regBits
 	b := off / 8
-	v := uint16(s.regs[b])
+	v := uint16(s.buf[b])
 	if b+1 < regBytes {
-		v |= uint16(s.regs[b+1]) << 8
+		v |= uint16(s.buf[b+1]) << 8
 	}
 	return uint8(v>>(off%8)) & (1<<regBits - 1)
 }
@@ -93,14 +121,14 @@ func (s *Sketch) reg(i uint) uint8 {
 func (s *Sketch) setReg(i uint, r uint8) {
 	off := i * regBits
 	b, sh := off/8, off%8
-	v := uint16(s.regs[b])
+	v := uint16(s.buf[b])
 	if b+1 < regBytes {
-		v |= uint16(s.regs[b+1]) << 8
+		v |= uint16(s.buf[b+1]) << 8
 	}
 	v = v&^(uint16(1<<regBits-1)<<sh) | uint16(r)<<sh
-	s.regs[b] = byte(v)
+	s.buf[b] = byte(v)
 	if b+1 < regBytes {
-		s.regs[b+1] = byte(v >> 8)
+		s.buf[b+1] = byte(v >> 8)
 	}
 }
 
@@ -119,8 +147,8 @@ func pack(b []byte, r [4]uint8) {
 // Merge adds every hash of o: the union of the two sets.
 func (s *Sketch) Merge(o *Sketch) {
 	if !o.dense {
-		for _, h := range o.exact {
-			s.Insert(h)
+		for i := range o.n {
+			s.Insert(o.exactAt(i))
 		}
 		return
 	}
@@ -128,24 +156,24 @@ func (s *Sketch) Merge(o *Sketch) {
 		s.toDense()
 	}
 	for g := 0; g < regBytes; g += 3 {
-		a, b := unpack(s.regs[g:g+3:g+3]), unpack(o.regs[g:g+3:g+3])
-		pack(s.regs[g:g+3:g+3], [4]uint8{max(a[0], b[0]), max(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])})
+		a, b := unpack(s.buf[g:g+3:g+3]), unpack(o.buf[g:g+3:g+3])
+		pack(s.buf[g:g+3:g+3], [4]uint8{max(a[0], b[0]), max(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])})
 	}
 }
 
 // Reset empties the sketch, keeping its storage.
 func (s *Sketch) Reset() {
-	s.exact, s.dense = s.exact[:0], false
+	s.n, s.dense = 0, false
 }
 
 // Estimate returns the number of distinct hashes: exact up to ExactMax, estimated above.
 func (s *Sketch) Estimate() float64 {
 	if !s.dense {
-		return float64(len(s.exact))
+		return float64(s.n)
 	}
 	var c [q + 2]int // registers by rank
 	for g := 0; g < regBytes; g += 3 {
-		r := unpack(s.regs[g : g+3 : g+3])
+		r := unpack(s.buf[g : g+3 : g+3])
 		c[r[0]]++
 		c[r[1]]++
 		c[r[2]]++
@@ -194,21 +222,18 @@ func tau(x float64) float64 {
 }
 
 // Bytes is the memory the sketch holds.
-func (s *Sketch) Bytes() int { return cap(s.exact)*8 + cap(s.regs) }
+func (s *Sketch) Bytes() int { return cap(s.buf) }
 
 // AppendBinary appends the sketch's encoding to b: a mode byte, then the exact list (a count and the
 // hashes) or the packed registers.
 func (s *Sketch) AppendBinary(b []byte) []byte {
 	if s.dense {
 		b = append(b, 1)
-		return append(b, s.regs...)
+		return append(b, s.buf[:regBytes]...)
 	}
 	b = append(b, 0)
-	b = binary.AppendUvarint(b, uint64(len(s.exact)))
-	for _, h := range s.exact {
-		b = binary.LittleEndian.AppendUint64(b, h)
-	}
-	return b
+	b = binary.AppendUvarint(b, uint64(s.n))
+	return append(b, s.buf[:8*s.n]...)
 }
 
 // ErrCorrupt says an encoding is not one AppendBinary wrote.
@@ -232,23 +257,25 @@ func (s *Sketch) Decode(b []byte) ([]byte, error) {
 		for range n {
 			h := binary.LittleEndian.Uint64(b)
 			b = b[8:]
-			if slices.Contains(s.exact, h) {
+			if s.holds(h) {
+				s.Reset()
 				return b, ErrCorrupt
 			}
-			s.exact = append(s.exact, h)
+			s.Insert(h)
 		}
 		return b, nil
 	case 1:
 		if len(b) < regBytes {
 			return b, ErrCorrupt
 		}
-		if s.regs == nil {
-			s.regs = make([]byte, regBytes)
+		if cap(s.buf) < regBytes {
+			s.buf = make([]byte, regBytes)
 		}
-		copy(s.regs, b[:regBytes])
+		s.buf = s.buf[:regBytes]
+		copy(s.buf, b[:regBytes])
 		s.dense = true
 		for g := 0; g < regBytes; g += 3 {
-			if r := unpack(s.regs[g : g+3 : g+3]); max(r[0], r[1], r[2], r[3]) > q+1 {
+			if r := unpack(s.buf[g : g+3 : g+3]); max(r[0], r[1], r[2], r[3]) > q+1 {
 				s.Reset()
 				return b, ErrCorrupt
 			}
