@@ -17,36 +17,11 @@ func TestEarlyResultsReachPrometheus(t *testing.T) {
 	skipShort(t)
 	recv, exporterPort := freePort(t), freePort(t)
 	prom := startPrometheus(t, []string{loopback(exporterPort)})
-	rw := func(name, path string) string {
-		return fmt.Sprintf(`
-  %s:
-    endpoint: %s
-    tls: {insecure: true}
-    external_labels: {path: %s}
-    max_batch_request_parallelism: 1`, name, prom.remoteWriteURL(), path)
-	}
 	const connector = `
     window: {size: 1m, early_results: 20s}
     watermark: {max_out_of_orderness: 1s}
     aggregations: [{name: lat, signal: spans, group_by: [service.name], outputs: [count, avg]}]`
-	config := otlpReceiver(recv) + fmt.Sprintf(`
-connectors:
-  window_aggregator/cumulative:%s
-  window_aggregator/delta:%s
-    temporality: delta
-processors:
-  delta_to_cumulative: {}
-exporters:
-  prometheus:
-    endpoint: 127.0.0.1:%d
-    const_labels: {path: scrape}%s%s
-service:
-  telemetry: {metrics: {level: none}}
-  pipelines:
-    traces: {receivers: [otlp], exporters: [window_aggregator/cumulative, window_aggregator/delta]}
-    metrics/cumulative: {receivers: [window_aggregator/cumulative], exporters: [prometheus, prometheus_remote_write/cumulative]}
-    metrics/delta: {receivers: [window_aggregator/delta], processors: [delta_to_cumulative], exporters: [prometheus_remote_write/delta]}
-`, connector, connector, exporterPort, rw("prometheus_remote_write/cumulative", "remote_write"), rw("prometheus_remote_write/delta", "delta_to_cumulative"))
+	config := chainConfig(recv, exporterPort, prom.remoteWriteURL(), connector, connector+"\n    temporality: delta")
 	col, c := runCollector(t, recv, config)
 	defer col.stop(t)
 

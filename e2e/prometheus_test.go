@@ -290,6 +290,12 @@ func prometheusChainConfig(recv, exporterPort int, remoteWrite, aggregation, del
 			delta += "\n    " + line
 		}
 	}
+	return chainConfig(recv, exporterPort, remoteWrite, cumulative, delta)
+}
+
+// chainConfig is prometheusChainConfig's distribution around the two connectors' settings,
+// cumulative and delta (YAML lines indented for the connectors section).
+func chainConfig(recv, exporterPort int, remoteWrite, cumulative, delta string) string {
 	remoteWriteExporter := func(name, path string) string {
 		return fmt.Sprintf(`
   %s:

@@ -182,12 +182,7 @@ func (b *builder) add(r *stream.Result) {
 			if r.Point.Count > math.MaxInt64 {
 				b.saturated[r.Agg]++ // intValue gives the greatest int64
 			}
-			dp := b.metric(ro, i, a).Sum().DataPoints().AppendEmpty()
-			dp.SetStartTimestamp(pointStart)
-			dp.SetTimestamp(end)
-			dp.SetIntValue(e.def.intValue(r, e))
-			attrs(dp.Attributes())
-			b.points++
+			b.intPoint(b.metric(ro, i, a).Sum().DataPoints(), pointStart, end, e.def.intValue(r, e), attrs)
 		case shapeSum:
 			b.number(ro, i, a, pointStart, end, e.def.value(r, e), attrs)
 		case shapeHistogram:
@@ -209,10 +204,15 @@ func (b *builder) windowGauge(ro *aggOut, slot int, a *Aggregation, start, end p
 		}
 		return
 	}
-	dp := b.metric(ro, slot, a).Gauge().DataPoints().AppendEmpty()
+	b.intPoint(b.metric(ro, slot, a).Gauge().DataPoints(), start, end, e.def.intValue(r, e), attrs)
+}
+
+// intPoint appends a data point of int value v over [start, end) to dps.
+func (b *builder) intPoint(dps pmetric.NumberDataPointSlice, start, end pcommon.Timestamp, v int64, attrs func(pcommon.Map)) {
+	dp := dps.AppendEmpty()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(end)
-	dp.SetIntValue(e.def.intValue(r, e))
+	dp.SetIntValue(v)
 	attrs(dp.Attributes())
 	b.points++
 }
