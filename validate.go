@@ -19,6 +19,14 @@ import (
 // reason; the enumerations are checked where they are read too (enums.go), and OTTL is parsed here
 // once for the component (Config.parsers).
 
+// minWindow is the least window size and slide: a bare number in YAML is nanoseconds, and nobody
+// means a window of 10 ns.
+const minWindow = time.Millisecond
+
+// maxPanesPerSeries bounds P, the panes one series can hold at once (see memory.go): past it one
+// series could hold more memory than any collector has.
+const maxPanesPerSeries = 1_000_000
+
 // Validate reports every invalid setting, each naming its key and the reason.
 func (c *Config) Validate() error {
 	var errs []error
@@ -27,6 +35,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Window.Size <= 0 || c.Window.Size > maxDuration {
 		bad("window.size", "is required and must be > 0 and <= %s, got %s", maxDuration, c.Window.Size)
+	} else if c.Window.Size < minWindow {
+		bad("window.size", "must be at least %s, got %s: a number without a unit is read as nanoseconds (write 10s, not 10)", minWindow, c.Window.Size)
+	}
+	if s := c.Window.Slide; s > 0 && s < minWindow {
+		bad("window.slide", "must be at least %s, got %s: a number without a unit is read as nanoseconds (write 10s, not 10)", minWindow, s)
 	}
 	if o, s := c.Window.Offset, c.Window.slide(); s > 0 && (o <= -s || o >= s) {
 		bad("window.offset", "must be strictly between -%s and %s (the slide), got %s", s, s, o)
@@ -45,6 +58,12 @@ func (c *Config) Validate() error {
 	} else if s > 0 && c.Window.Size/s > stream.MaxPanesPerWindow {
 		bad("window.slide", "window.size / window.slide must be at most %d (a record is in that many windows), got %s / %s = %d",
 			stream.MaxPanesPerWindow, c.Window.Size, s, c.Window.Size/s)
+	} else if c.Window.slide() >= minWindow && c.AllowedLateness >= 0 && c.Watermark.MaxOutOfOrderness >= 0 && c.Watermark.MaxFutureSkew >= 0 &&
+		c.AllowedLateness <= maxDuration && c.Watermark.MaxOutOfOrderness <= maxDuration && c.Watermark.MaxFutureSkew <= maxDuration {
+		if p := panesPerSeries(c); p > maxPanesPerSeries {
+			bad("window.slide", "a series can hold (window.size + allowed_lateness + watermark.max_out_of_orderness + watermark.max_future_skew) / slide + 1 = %d panes, more than %d: "+
+				"make the slide longer or those shorter", p, maxPanesPerSeries)
+		}
 	}
 	seenSource := map[string]bool{}
 	for _, k := range c.Watermark.PerSource {

@@ -598,3 +598,37 @@ func TestShutdownInAnyOrderProcessor(t *testing.T) {
 		}
 	}
 }
+
+// A window size or slide below 1 ms is refused, naming the key and the likely cause (a number
+// without a unit, read as nanoseconds), in YAML as in Go; so is a geometry whose series could hold
+// more than 1,000,000 panes: 10 s windows sliding by 1 ms with 20 minutes of max_future_skew hold
+// (10 s + 1200 s) / 1 ms + 1 = 1,210,001.
+func TestTinyWindowsAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		window map[string]any
+		key    string
+	}{
+		{map[string]any{"size": 10}, "window.size"},
+		{map[string]any{"size": "10s", "slide": "500us"}, "window.slide"},
+	} {
+		cm := confmap.NewFromStringMap(map[string]any{"window": c.window,
+			"aggregations": []any{map[string]any{"name": "n", "signal": "spans"}}})
+		cfg := createDefaultConfig().(*Config)
+		must(t, cm.Unmarshal(cfg))
+		err := cfg.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.key+": must be at least 1ms") || !strings.Contains(err.Error(), "without a unit") {
+			t.Errorf("window %v: %v, want an error naming %s and a number without a unit", c.window, err, c.key)
+		}
+	}
+	cfg := baseConfig()
+	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans"}}
+	cfg.Window.Size, cfg.Window.Slide = 10*time.Second, time.Millisecond
+	cfg.Watermark.MaxFutureSkew = 20 * time.Minute
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "1210001 panes, more than 1000000") {
+		t.Errorf("10s/1ms with 20m of skew: %v, want an error naming the panes", err)
+	}
+	cfg.Watermark.MaxFutureSkew = 5 * time.Minute // 310,001 panes
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("10s/1ms with 5m of skew: %v", err)
+	}
+}
