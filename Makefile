@@ -11,11 +11,28 @@ LOADGEN := _build/loadgen
 PROMETHEUS := _build/prometheus/usr/bin/prometheus
 SOURCES := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null)
 
-.PHONY: test demo dist loadgen prometheus fuzz bench generate
+.PHONY: test demo dist loadgen prometheus fuzz bench generate prerequisites
+
+# What `make test` needs besides Go and make, checked first: each missing one is named with the
+# command that installs it (README, "Try it"), instead of a test failing deep inside.
+CHROMIUM ?= /usr/bin/chromium
+prerequisites:
+	@missing=0; \
+	if ! $(GO) version >/dev/null 2>&1; then echo "missing: Go 1.26 (https://go.dev/dl/)"; missing=1; \
+	elif ! $(GO) version | grep -Eq 'go1\.(2[6-9]|[3-9][0-9])'; then echo "Go 1.26 or newer is needed, found: $$($(GO) version)"; missing=1; fi; \
+	if [ ! -x $(PROMETHEUS) ]; then \
+	  if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg >/dev/null 2>&1; then \
+	    echo "missing: apt-get and dpkg, to fetch Debian's prometheus package into _build/ (a Debian or Ubuntu machine)"; missing=1; \
+	  elif ! apt-cache show prometheus >/dev/null 2>&1; then \
+	    echo "missing: the package lists that name Debian's prometheus; run: sudo apt-get update"; missing=1; fi; \
+	fi; \
+	if [ ! -x $(CHROMIUM) ]; then \
+	  echo "missing: Debian's chromium at $(CHROMIUM), for the browser test of the operator view; run: sudo apt-get install -y chromium"; missing=1; fi; \
+	if [ $$missing -ne 0 ]; then echo "(.ci/run installs the Debian packages: it runs apt-get update, and installs chromium)"; exit 1; fi
 
 # Every test, the end-to-end one included (it builds the distribution first; the Prometheus tests
 # run the Prometheus server below).
-test: prometheus
+test: prerequisites prometheus
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run ./scripts/structure -check $$($(GO) list -f '{{.Dir}}' ./...) $$(cd bench && $(GO) list -f '{{.Dir}}' ./...)
