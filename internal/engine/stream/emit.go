@@ -295,16 +295,18 @@ func (s *shard) emitEarly(se *series, i int, w int64) {
 	if ac.early == nil {
 		ac.early = &earlySent{}
 	}
-	ac.early.take(p, b)
+	ac.early.take(p, b, a.Histogram)
 }
 
-// take records that the pane's records as they stand went out in an early result at time at.
-func (es *earlySent) take(p *pane, at int64) {
+// take records that the pane's records as they stand went out in an early result at time at: its
+// totals, its bucket counts, and with hist (the aggregation reports a histogram, whose delta points
+// subtract it) its sketch.
+func (es *earlySent) take(p *pane, at int64, hist bool) {
 	es.start, es.at, es.total = p.start, at, p.total
-	if p.hist != nil && es.hist == nil {
+	if hist && es.hist == nil {
 		es.hist = newSketch()
 	}
-	if es.hist != nil {
+	if hist {
 		es.hist.CopyFrom(p.hist)
 	}
 	if p.counts != nil {
