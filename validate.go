@@ -23,7 +23,8 @@ import (
 // means a window of 10 ns.
 const minWindow = time.Millisecond
 
-// maxPanesPerSeries bounds P, the panes one series can hold at once (see memory.go): past it one
+// maxPanesPerSeries bounds the panes one series holds while W follows the clock (memory.go's P
+// without max_future_skew, whose panes only records stamped ahead of the clock make): past it one
 // series could hold more memory than any collector has.
 const maxPanesPerSeries = 1_000_000
 
@@ -58,10 +59,10 @@ func (c *Config) Validate() error {
 	} else if s > 0 && c.Window.Size/s > stream.MaxPanesPerWindow {
 		bad("window.slide", "window.size / window.slide must be at most %d (a record is in that many windows), got %s / %s = %d",
 			stream.MaxPanesPerWindow, c.Window.Size, s, c.Window.Size/s)
-	} else if c.Window.slide() >= minWindow && c.AllowedLateness >= 0 && c.Watermark.MaxOutOfOrderness >= 0 && c.Watermark.MaxFutureSkew >= 0 &&
-		c.AllowedLateness <= maxDuration && c.Watermark.MaxOutOfOrderness <= maxDuration && c.Watermark.MaxFutureSkew <= maxDuration {
-		if p := panesPerSeries(c); p > maxPanesPerSeries {
-			bad("window.slide", "a series can hold (window.size + allowed_lateness + watermark.max_out_of_orderness + watermark.max_future_skew) / slide + 1 = %d panes, more than %d: "+
+	} else if s := c.Window.slide(); s >= minWindow && c.AllowedLateness >= 0 && c.Watermark.MaxOutOfOrderness >= 0 &&
+		c.AllowedLateness <= maxDuration && c.Watermark.MaxOutOfOrderness <= maxDuration {
+		if p := int64((c.Window.Size+c.AllowedLateness+c.Watermark.MaxOutOfOrderness)/s) + 1; p > maxPanesPerSeries {
+			bad("window.slide", "a series holds (window.size + allowed_lateness + watermark.max_out_of_orderness) / slide + 1 = %d panes, more than %d: "+
 				"make the slide longer or those shorter", p, maxPanesPerSeries)
 		}
 	}

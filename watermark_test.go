@@ -600,9 +600,9 @@ func TestShutdownInAnyOrderProcessor(t *testing.T) {
 }
 
 // A window size or slide below 1 ms is refused, naming the key and the likely cause (a number
-// without a unit, read as nanoseconds), in YAML as in Go; so is a geometry whose series could hold
-// more than 1,000,000 panes: 10 s windows sliding by 1 ms with 20 minutes of max_future_skew hold
-// (10 s + 1200 s) / 1 ms + 1 = 1,210,001.
+// without a unit, read as nanoseconds), in YAML as in Go; so is a geometry whose series hold more
+// than 1,000,000 panes while W follows the clock: 10 s windows sliding by 1 ms with 20 minutes of
+// allowed_lateness hold (10 s + 1200 s) / 1 ms + 1 = 1,210,001.
 func TestTinyWindowsAreRefused(t *testing.T) {
 	for _, c := range []struct {
 		window map[string]any
@@ -623,12 +623,12 @@ func TestTinyWindowsAreRefused(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Aggregations = []AggregationConfig{{Name: "n", Signal: "spans"}}
 	cfg.Window.Size, cfg.Window.Slide = 10*time.Second, time.Millisecond
-	cfg.Watermark.MaxFutureSkew = 20 * time.Minute
+	cfg.AllowedLateness = 20 * time.Minute
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "1210001 panes, more than 1000000") {
-		t.Errorf("10s/1ms with 20m of skew: %v, want an error naming the panes", err)
+		t.Errorf("10s/1ms with 20m of lateness: %v, want an error naming the panes", err)
 	}
-	cfg.Watermark.MaxFutureSkew = 5 * time.Minute // 310,001 panes
+	cfg.AllowedLateness = 5 * time.Minute // 310,001 panes
 	if err := cfg.Validate(); err != nil {
-		t.Errorf("10s/1ms with 5m of skew: %v", err)
+		t.Errorf("10s/1ms with 5m of lateness: %v", err)
 	}
 }
