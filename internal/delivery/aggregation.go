@@ -1,10 +1,6 @@
 package delivery
 
-import (
-	"math"
-
-	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
-)
+import "github.com/windowaggregator/windowaggregator/internal/engine/stream"
 
 // Aggregation is what delivery knows of one aggregation: what to build of its results, and which
 // metrics outputs take them. The component compiles it from the configuration; delivery knows
@@ -38,24 +34,11 @@ type Aggregation struct {
 // aggregation's gauges of the whole window in firing r, as its metrics would carry them: those of
 // its values only for a window with values.
 func (a *Aggregation) Gauges(r *stream.Result, put func(name string, v float64)) {
-	if !r.HasWindow {
-		return
-	}
 	for i := range a.Outputs {
-		e := &a.Outputs[i]
-		var v float64
-		switch {
-		case e.def.ofWindowValues && r.WindowValueCount > 0:
-			v = e.def.value(r, e)
-		case e.def.ofWindow && e.def.metric == shapeIntGauge:
-			v = float64(e.def.intValue(r, e))
-		case e.def.ofWindow:
-			v = e.def.value(r, e)
-		default:
-			continue
-		}
-		if !math.IsNaN(v) && !math.IsInf(v, 0) {
-			put(e.name, v)
+		if e := &a.Outputs[i]; e.def.ofWindowValues || e.def.ofWindow {
+			if v, ok := e.gauge(r); ok {
+				put(e.name, v)
+			}
 		}
 	}
 }

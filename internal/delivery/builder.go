@@ -153,24 +153,17 @@ func (b *builder) add(r *stream.Result) {
 	}
 	for i := range a.Outputs {
 		e := &a.Outputs[i]
-		if e.def.ofWindowValues {
-			// No value in the window: no gauge of its values. Nor without the value: the min or
-			// max of histograms that did not say theirs, the percentiles of histograms whose
-			// buckets no sketch takes.
-			if !r.HasWindow || r.WindowValueCount == 0 {
-				continue
-			}
-			if v := e.def.value(r, e); !math.IsNaN(v) && !math.IsInf(v, 0) {
+		if e.def.ofWindowValues || e.def.ofWindow {
+			v, ok := e.gauge(r)
+			switch {
+			case !ok:
+			case e.def.metric == shapeIntGauge:
+				b.intPoint(b.metric(ro, i, a).Gauge().DataPoints(), start, end, e.def.intValue(r, e), attrs)
+			default:
 				dp := b.number(ro, i, a, start, end, v, attrs)
 				if r.HasMaxExemplar && e.def.windowMax {
 					putExemplar(dp.Exemplars().AppendEmpty(), &r.MaxExemplar)
 				}
-			}
-			continue
-		}
-		if e.def.ofWindow {
-			if r.HasWindow {
-				b.windowGauge(ro, i, a, start, end, r, e, attrs)
 			}
 			continue
 		}
@@ -193,18 +186,6 @@ func (b *builder) add(r *stream.Result) {
 			}
 		}
 	}
-}
-
-// windowGauge appends the data point of output e, a gauge of the whole window (Output.ofWindow),
-// of int or double values.
-func (b *builder) windowGauge(ro *aggOut, slot int, a *Aggregation, start, end pcommon.Timestamp, r *stream.Result, e *Emitted, attrs func(pcommon.Map)) {
-	if e.def.metric != shapeIntGauge {
-		if v := e.def.value(r, e); !math.IsNaN(v) && !math.IsInf(v, 0) {
-			b.number(ro, slot, a, start, end, v, attrs)
-		}
-		return
-	}
-	b.intPoint(b.metric(ro, slot, a).Gauge().DataPoints(), start, end, e.def.intValue(r, e), attrs)
 }
 
 // intPoint appends a data point of int value v over [start, end) to dps.

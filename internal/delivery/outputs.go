@@ -219,6 +219,21 @@ func Compile(configured []string, ofSum bool) (Compiled, error) {
 	return c, nil
 }
 
+// gauge returns output e's value in firing r, for an output that is a gauge of the whole window
+// (ofWindowValues, ofWindow), and whether r has one: r fires a window, which has values for a gauge
+// of its values, and the value is finite (the min or max of histograms that did not say theirs, the
+// percentiles of histograms whose buckets no sketch takes, have none).
+func (e *Emitted) gauge(r *stream.Result) (float64, bool) {
+	if !r.HasWindow || e.def.ofWindowValues && r.WindowValueCount == 0 {
+		return 0, false
+	}
+	if e.def.metric == shapeIntGauge {
+		return float64(e.def.intValue(r, e)), true
+	}
+	v := e.def.value(r, e)
+	return v, !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
 // Has reports whether outputs hold the row named name.
 func Has(outputs []Emitted, name string) bool {
 	for _, e := range outputs {

@@ -10,12 +10,9 @@ import (
 // The engine counts distinct hashes (internal/engine/hll), which must be well mixed: xxhash's are.
 
 // distinctIDs returns the identifiers of record r, of trace id trace (zero: none), for aggregation
-// a's distinct outputs, by identifier index, hashed by h into buf (which the result reuses); nil when
-// a has none.
+// a's distinct outputs (a has some), by identifier index, hashed by h into buf (which the result
+// reuses).
 func distinctIDs(a *Aggregation, r *Record, trace [16]byte, h *identityHasher, buf *[]uint64) []uint64 {
-	if len(a.Distinct) == 0 {
-		return nil
-	}
 	ids := (*buf)[:0]
 	for _, k := range a.Distinct {
 		ids = append(ids, distinctID(k, r, trace, h))

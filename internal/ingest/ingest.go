@@ -182,7 +182,10 @@ func (run *ingestRun) stage(aggs []*Aggregation, t int64) {
 		if it.truncated {
 			run.tl.Truncated++
 		}
-		rec.Agg, rec.Key, rec.IDs = a.Index, kb.Key(), distinctIDs(a, r, rec.TraceID, &run.sc.idHasher, &run.sc.ids)
+		rec.Agg, rec.Key, rec.IDs = a.Index, kb.Key(), nil
+		if len(a.Distinct) > 0 { // a check here, not a call per record and aggregation
+			rec.IDs = distinctIDs(a, r, rec.TraceID, &run.sc.idHasher, &run.sc.ids)
+		}
 		if it.dist != nil {
 			b.StageDistribution(rec, it.dist)
 			continue

@@ -121,9 +121,9 @@ func encodeAccumulators(enc *encoder, accs *accumulators) {
 }
 
 // decodeAccumulators reads a pane's accumulators, of kinds: one of each, or none from a snapshot
-// of a version before them (old).
-func decodeAccumulators(d *decoder, kinds []AccumulatorKind, old bool) *accumulators {
-	if old {
+// of a version before them.
+func decodeAccumulators(d *decoder, kinds []AccumulatorKind) *accumulators {
+	if d.old {
 		return newAccumulators(kinds)
 	}
 	n := d.count(1)

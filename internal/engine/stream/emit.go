@@ -162,7 +162,7 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 			t, pt.Start = t.minus(&sent.total), sent.at
 			sent.subtractFrom(pt)
 		}
-		sent.start, sent.at = minTime, minTime // none; its storage kept
+		sent.start = minTime // none; its storage kept
 		if !g.cumulative && t.count == 0 && !se.ac.folded() {
 			r.HasPoint, r.Point = false, Point{} // the early results carried every record
 			return
@@ -226,7 +226,7 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 	}
 }
 
-// emitEarly makes the early result of series se's open window, its pane p, at watermark w, if W has
+// emitEarly makes the early result of series se's open window, its pane i, at watermark w, if W has
 // reached another early result time in it since the last (see Config.EarlyResults) and the series
 // has records since its previous result: the gauges of the window so far, stamped with that time,
 // and its point (cumulative: the running totals with the window so far; delta: what the window took
@@ -235,13 +235,13 @@ func (s *shard) fillPoint(se *series, r *Result, e int64, late bool) {
 func (s *shard) emitEarly(se *series, i int, w int64) {
 	g, a := &s.g, &s.aggs[se.agg]
 	p := &se.panes[i]
-	b := g.earlyAt(w)
+	b := g.earlyAt(w) // before the window's end: p holds w
 	sent := se.ac.sentOf(p.start)
 	from, before := p.start, uint64(0) // the previous result's time and the records it had
 	if sent != nil {
 		from, before = sent.at, sent.total.count
 	}
-	if b <= from || b >= p.start+g.size || p.total.count == before {
+	if b <= from || p.total.count == before {
 		return
 	}
 	r := s.pending.next()
@@ -303,10 +303,10 @@ func (s *shard) emitEarly(se *series, i int, w int64) {
 // subtract it) its sketch.
 func (es *earlySent) take(p *pane, at int64, hist bool) {
 	es.start, es.at, es.total = p.start, at, p.total
-	if hist && es.hist == nil {
-		es.hist = newSketch()
-	}
 	if hist {
+		if es.hist == nil {
+			es.hist = newSketch()
+		}
 		es.hist.CopyFrom(p.hist)
 	}
 	if p.counts != nil {

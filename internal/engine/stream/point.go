@@ -63,9 +63,9 @@ type accrual struct {
 	early *earlySent
 }
 
-// earlySent is what the early results of one window of a series have sent: the pane's totals, its
-// sketch and its bucket counts when the last was made, at time at; a delta point carries what the
-// pane holds beyond them, from at.
+// earlySent is what the early results of the window starting at start have sent (start is minTime
+// once it has fired): the pane's totals, its sketch and its bucket counts when the last was made, at
+// time at; a delta point carries what the pane holds beyond them, from at.
 type earlySent struct {
 	start, at int64
 	total     totals
@@ -75,7 +75,7 @@ type earlySent struct {
 
 // sentOf returns what the early results of the window starting at start have sent, or nil for none.
 func (ac *accrual) sentOf(start int64) *earlySent {
-	if ac == nil || ac.early == nil || ac.early.at <= start || ac.early.start != start {
+	if ac == nil || ac.early == nil || ac.early.start != start {
 		return nil
 	}
 	return ac.early

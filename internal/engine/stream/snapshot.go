@@ -404,7 +404,7 @@ func (e *Engine) decodeSeries(d *decoder) *series {
 			decodeExemplars(d, all)
 			decodeExemplars(d, delta)
 		}
-		p.accs = decodeAccumulators(d, a.Accumulators, d.old)
+		p.accs = decodeAccumulators(d, a.Accumulators)
 		if d.err != nil {
 			return se
 		}
