@@ -31,10 +31,11 @@ func (s *shared) Explain(name string, values map[string]string) (view.SeriesExpl
 	e := s.Engine
 	key, wins, found := e.FindSeries(a.Index, func(key string) bool { return maps.Equal(a.DecodeKey(key), values) })
 	ex.Found, ex.Windows = found, []view.SeriesWindowView{}
+	now := e.Now()
 	for _, w := range wins {
-		ex.Windows = append(ex.Windows, view.SeriesWindowView{WindowView: s.windowView(w.WindowView), Records: w.Records, Sum: w.Sum})
+		ex.Windows = append(ex.Windows, view.SeriesWindowView{WindowView: s.windowView(w.WindowView, now), Records: w.Records, Sum: w.Sum})
 	}
-	ex.LastValues, ex.LastValuesSince = s.watch.Ask(a.Index, values, key, found, time.Unix(0, e.Now()).UTC())
+	ex.LastValues, ex.LastValuesSince = s.watch.Ask(a.Index, values, key, found, time.Unix(0, now).UTC())
 	if ex.LastValues == nil {
 		ex.LastValues = []view.EmittedWindow{}
 	}

@@ -39,7 +39,9 @@ type shared struct {
 	logger *zap.Logger
 
 	emitter *delivery.Emitter
-	storage *checkpoint.Checkpointer
+	// described are the aggregations as delivery builds their metrics (names, units)
+	described []*delivery.Aggregation
+	storage   *checkpoint.Checkpointer
 	// dedup holds the identities of the records aggregated (nil: dedup.enabled is false)
 	dedup *dedup.Set
 	// health is what the component reports through the collector's component status
@@ -152,6 +154,7 @@ func newShared(set component.TelemetrySettings, id component.ID, cfg *Config, cl
 		t = pmetric.AggregationTemporalityCumulative
 	}
 	described := make([]*delivery.Aggregation, len(s.Aggs))
+	s.described = described
 	for i, a := range s.Aggs {
 		described[i] = a.Delivered()
 	}

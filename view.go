@@ -1,6 +1,7 @@
 package windowaggregator
 
 import (
+	"math"
 	"time"
 
 	"github.com/windowaggregator/windowaggregator/internal/engine/stream"
@@ -21,10 +22,11 @@ func (s *shared) ID() string { return s.id.String() }
 func (s *shared) Sample() view.ComponentSample {
 	now := s.Engine.Now()
 	s.watch.ForgetStale(time.Unix(0, now))
-	c := view.ComponentSample{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), Records: make([]view.RecordCounts, len(s.Aggs))}
+	c := view.ComponentSample{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), Records: make(map[string]view.RecordCounts, len(s.Aggs)),
+		LateRecords: s.lateCounts()}
 	c.Watermark, c.WatermarkLagSeconds = watermarkAt(s.Engine.Watermark(), now)
-	for i, a := range s.Aggs {
-		c.Records[i] = s.recordCounts(a)
+	for _, a := range s.Aggs {
+		c.Records[a.Name] = s.recordCounts(a)
 	}
 	return c
 }
@@ -35,8 +37,9 @@ func (s *shared) View(top int) view.ComponentView {
 	now := e.Now()
 	st := e.Stats()
 	v := view.ComponentView{ID: s.id.String(), WallClock: time.Unix(0, now).UTC(), HeldBy: st.HeldBy.String(),
-		Emission: view.EmissionView{QueuedPoints: s.emitter.Pending()}}
+		LateRecords: s.lateCounts(), Emission: view.EmissionView{QueuedPoints: s.emitter.Pending()}}
 	v.Emission.DroppedPoints, v.Emission.LastError = s.emitter.Dropped()
+	v.Emission.Failing = s.emitter.Failing()
 	if c := s.storage; c != nil {
 		v.Checkpoint = &view.CheckpointView{}
 		if last := c.Last(); last != nil {
@@ -51,10 +54,10 @@ func (s *shared) View(top int) view.ComponentView {
 	}
 	v.Watermark, v.WatermarkLagSeconds = watermarkAt(st.Watermark, now)
 	if keys := s.cfg.Watermark.PerSource; len(keys) > 0 {
-		srcs, total := e.Sources(top)
+		srcs, total := e.Sources(top, int64(view.SourcesTie))
 		v.Sources, v.SourcesTotal = make([]view.SourceView, 0, len(srcs)), total
 		for _, sv := range srcs {
-			out := view.SourceView{Shared: sv.Shared, LastSeen: time.Unix(0, sv.LastHeard).UTC(), Idle: sv.Idle, HoldsBack: sv.HoldsBack}
+			out := view.SourceView{Shared: sv.Shared, LastSeen: time.Unix(0, sv.LastHeard).UTC(), Idle: sv.Idle, HoldsBack: sv.HoldsBack, AtW: sv.AtW}
 			if !sv.Shared {
 				out.Source = ingest.DecodeSourceKey(keys, sv.Key)
 			}
@@ -65,11 +68,24 @@ func (s *shared) View(top int) view.ComponentView {
 			v.Sources = append(v.Sources, out)
 		}
 	}
+	wins, open := e.OpenWindows(stream.AllAggregations, math.MaxInt)
+	v.OpenWindows = open
+	for i, wv := range wins {
+		w := s.windowView(wv, now)
+		if w.OverdueSeconds != nil {
+			v.OverdueWindows++
+		}
+		if i < top {
+			v.Windows = append(v.Windows, w)
+		}
+	}
 	overflow := int64(st.OverflowRecords)
 	for _, a := range s.Aggs {
-		wins, open := e.OpenWindows(a.Index, top)
+		_, open := e.OpenWindows(a.Index, 0)
 		av := view.AggregationView{Name: a.Name, Signal: a.Signal.Name, GroupBy: a.GroupByNames(), Series: st.ActiveSeries[a.Index], MaxSeries: s.cfg.MaxSeries,
-			OpenWindows: open, OverflowRecords: &overflow, Records: s.recordCounts(a)}
+			OpenWindows: open, OverflowRecords: &overflow, Records: s.recordCounts(a), OutputUnits: map[string]string{}}
+		av.Unit = s.described[a.Index].Unit()
+		s.described[a.Index].Units(func(name, unit string) { av.OutputUnits[name] = unit })
 		heavy, end := e.TopSeries(a.Index, top)
 		if end != 0 {
 			t := time.Unix(0, end).UTC()
@@ -77,9 +93,6 @@ func (s *shared) View(top int) view.ComponentView {
 		}
 		for _, sc := range heavy {
 			av.TopSeries = append(av.TopSeries, view.SeriesRecords{Series: a.DecodeKey(sc.Key), Records: sc.Records, Overflow: sc.Overflow})
-		}
-		for _, wv := range wins {
-			av.Windows = append(av.Windows, s.windowView(wv))
 		}
 		v.Aggregations = append(v.Aggregations, av)
 	}
@@ -96,12 +109,24 @@ func watermarkAt(w, now int64) (*time.Time, *float64) {
 	return &t, &lag
 }
 
-// windowView is the engine's window as the view shows it: it fires when W reaches its end and takes
-// late records until W reaches its end plus allowed_lateness.
-func (s *shared) windowView(w stream.WindowView) view.WindowView {
+// windowView is the engine's window as the view shows it at the wall clock's now: it fires when W
+// reaches its end and takes late records until W reaches its end plus allowed_lateness; it is
+// overdue once now passes its end + max_out_of_orderness + view.OverdueGrace unfired.
+func (s *shared) windowView(w stream.WindowView, now int64) view.WindowView {
 	end := time.Unix(0, w.End).UTC()
-	return view.WindowView{Start: time.Unix(0, w.Start).UTC(), End: end, Fired: w.Fired, FiresAtW: end,
+	v := view.WindowView{Start: time.Unix(0, w.Start).UTC(), End: end, Fired: w.Fired, FiresAtW: end,
 		ExpiresAtW: time.Unix(0, w.End+int64(s.cfg.AllowedLateness)).UTC()}
+	if by := now - (w.End + int64(s.cfg.Watermark.MaxOutOfOrderness) + int64(view.OverdueGrace)); !w.Fired && by > 0 {
+		secs := float64(by) / 1e9
+		v.OverdueSeconds = &secs
+	}
+	return v
+}
+
+// lateCounts are the component's late records by what happened to them.
+func (s *shared) lateCounts() view.LateCounts {
+	r := &s.Reporter
+	return view.LateCounts{Routed: r.Late[ingest.LateRouted].Load(), Dropped: r.Late[ingest.LateDropped].Load(), Passed: r.Late[ingest.LatePassed].Load()}
 }
 
 // recordCounts are aggregation a's records by outcome since the start.

@@ -19,7 +19,9 @@ import (
 //   - Batch 3: server span 4 at 3 s: [0,10) expired at W 15, for both: routed.
 //
 // all: 3 on time, 1 routed, 1 duplicate, 0 unmatched; servers: 1 on time, 1 routed, 0 duplicates,
-// 2 unmatched.
+// 2 unmatched. The component routed one record (span 4, late for both). Its one open window is
+// [10,20) (span 3; [0,10) has expired), not fired at W 16: at the fake clock's 1000 s it is
+// 1000 - (20 + 0 of max_out_of_orderness + 1 of grace) = 979 s overdue. Units: count's {span}.
 func TestViewCountsRecordsByAggregation(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
@@ -32,7 +34,15 @@ func TestViewCountsRecordsByAggregation(t *testing.T) {
 	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 1, id: 1, kind: ptrace.SpanKindServer}, spanSpec{service: "a", end: 2, ms: 1, id: 2, kind: ptrace.SpanKindClient}))
 	h.sendTraces(traces(spanSpec{service: "a", end: 1, ms: 1, id: 1, kind: ptrace.SpanKindServer}, spanSpec{service: "a", end: 16, ms: 1, id: 3, kind: ptrace.SpanKindClient}))
 	h.sendTraces(traces(spanSpec{service: "a", end: 3, ms: 1, id: 4, kind: ptrace.SpanKindServer}))
-	got := viewOf(t).Aggregations
+	v := viewOf(t)
+	got := v.Aggregations
+	if v.LateRecords != (view.LateCounts{Routed: 1}) {
+		t.Errorf("the component's late records %+v, want 1 routed", v.LateRecords)
+	}
+	if v.OpenWindows != 1 || v.OverdueWindows != 1 || len(v.Windows) != 1 || v.Windows[0].Start.Unix() != 10 || v.Windows[0].End.Unix() != 20 || v.Windows[0].Fired ||
+		v.Windows[0].OverdueSeconds == nil || *v.Windows[0].OverdueSeconds != 979 {
+		t.Errorf("the component's windows: %d %+v, want [10,20) open, 979 s overdue", v.OpenWindows, v.Windows)
+	}
 	want := []view.RecordCounts{{OnTime: 3, LateRouted: 1, Duplicate: 1}, {OnTime: 1, LateRouted: 1, Unmatched: 2}}
 	if len(got) != 2 {
 		t.Fatalf("aggregations %+v", got)
@@ -40,6 +50,9 @@ func TestViewCountsRecordsByAggregation(t *testing.T) {
 	for i, w := range want {
 		if got[i].Records != w {
 			t.Errorf("%s: %+v, want %+v", got[i].Name, got[i].Records, w)
+		}
+		if got[i].OpenWindows != 1-i || got[i].OutputUnits["count"] != "{span}" || len(got[i].OutputUnits) != 1 {
+			t.Errorf("%s: %d open windows, output units %v; want %d, count in {span}", got[i].Name, got[i].OpenWindows, got[i].OutputUnits, 1-i)
 		}
 	}
 	// The history's reading has the same counts, and W 16 s, 1000 s - 16 s behind the fake clock.
@@ -49,7 +62,7 @@ func TestViewCountsRecordsByAggregation(t *testing.T) {
 			sample = &s
 		}
 	}
-	if sample == nil || len(sample.Records) != 2 || sample.Records[0] != want[0] || sample.Records[1] != want[1] ||
+	if sample == nil || len(sample.Records) != 2 || sample.Records["all"] != want[0] || sample.Records["servers"] != want[1] || sample.LateRecords.Routed != 1 ||
 		sample.Watermark == nil || sample.Watermark.Unix() != 16 || *sample.WatermarkLagSeconds != 984 {
 		t.Errorf("sample %+v", sample)
 	}

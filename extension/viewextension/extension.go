@@ -104,12 +104,13 @@ func localOnly(addr net.Addr, endpoint string, h http.Handler) http.Handler {
 func handler(h *history) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v1/history", readOnly(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.URL.Query()) > 0 {
-			http.Error(w, "the history takes no query parameter", http.StatusBadRequest)
+		since, err := sinceOf(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(h.read())
+		_ = json.NewEncoder(w).Encode(h.read(since))
 	}))
 	mux.HandleFunc("/api/v1/components", readOnly(func(w http.ResponseWriter, r *http.Request) {
 		top, err := topOf(r)
@@ -118,7 +119,7 @@ func handler(h *history) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(view.Views(top))
+		_ = json.NewEncoder(w).Encode(h.views(top))
 	}))
 	mux.HandleFunc("/api/v1/series", readOnly(func(w http.ResponseWriter, r *http.Request) {
 		id, agg, values, err := seriesOf(r)
@@ -132,7 +133,7 @@ func handler(h *history) http.Handler {
 		}
 		http.Error(w, err.Error(), http.StatusBadRequest)
 	}))
-	mux.HandleFunc("/", readOnly(servePage))
+	mux.HandleFunc("/", readOnly(func(w http.ResponseWriter, r *http.Request) { servePage(w, r, h) }))
 	return mux
 }
 
@@ -150,6 +151,26 @@ func readOnly(h http.HandlerFunc) http.HandlerFunc {
 
 // topOf reads ?top=N, the most sources and windows listed: 1 to maxTop, defaultTop without it; any
 // other query parameter is refused.
+// sinceOf reads the history's query: since=<RFC 3339 time> asks for the readings taken after it
+// (the page's polls); none, for all of them.
+func sinceOf(r *http.Request) (time.Time, error) {
+	var since time.Time
+	for k, vs := range r.URL.Query() {
+		if k != "since" {
+			return since, fmt.Errorf("unknown query parameter %q: the only one is since", k)
+		}
+		if len(vs) != 1 {
+			return since, fmt.Errorf("query parameter since is given %d times", len(vs))
+		}
+		t, err := time.Parse(time.RFC3339Nano, vs[0])
+		if err != nil {
+			return since, fmt.Errorf("query parameter since: %q is not an RFC 3339 time", vs[0])
+		}
+		since = t
+	}
+	return since, nil
+}
+
 func topOf(r *http.Request) (int, error) {
 	q := r.URL.Query()
 	for k, vs := range q {

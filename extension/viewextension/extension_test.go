@@ -173,17 +173,27 @@ func TestComponentsAsJSON(t *testing.T) {
 		a.LastWindowEnd == nil || !a.LastWindowEnd.Equal(at(1020)) || !a.LastWindowFired {
 		t.Errorf("top series %+v of the window ending %v, want service.name a with 1 record, 1020 s", a.TopSeries, a.LastWindowEnd)
 	}
-	if a.OpenWindows != 2 || len(a.Windows) != 2 || !a.Windows[0].End.Equal(at(1020)) || !a.Windows[0].Fired ||
-		!a.Windows[1].FiresAtW.Equal(at(1030)) || a.Windows[1].Fired || !a.Windows[1].ExpiresAtW.Equal(at(1035)) {
-		t.Errorf("windows %+v", a.Windows)
+	// The component's windows; [1020,1030) is not overdue at 1030 s: W has until 1030 + 0 of
+	// max_out_of_orderness + 1 s of grace.
+	if a.OpenWindows != 2 || v.OpenWindows != 2 || len(v.Windows) != 2 || !v.Windows[0].End.Equal(at(1020)) || !v.Windows[0].Fired ||
+		!v.Windows[1].FiresAtW.Equal(at(1030)) || v.Windows[1].Fired || !v.Windows[1].ExpiresAtW.Equal(at(1035)) ||
+		v.Windows[1].OverdueSeconds != nil || v.OverdueWindows != 0 {
+		t.Errorf("windows %d %+v", a.OpenWindows, v.Windows)
+	}
+	// Health: c holds W back, 10 s behind ab; nothing late routed (the one late record was dropped:
+	// by rate, over the readings, whose timing the test does not set).
+	if h := v.Health; h == nil || h.Holder["service.instance.id"] != "c" || h.HolderBehindSeconds == nil || *h.HolderBehindSeconds != 10 ||
+		h.TiedSources != 0 || h.LagSeconds == nil || *h.LagSeconds != 8 || h.HeldBy != "source" || h.LateRoutedPerSecond != 0 {
+		t.Errorf("health %+v", h)
 	}
 
-	// The page, as served, holds the same figures: c's row marked as holding W back, the
-	// aggregation, its two windows.
+	// The page, as served, holds the same figures: the health strip, c's row marked as holding W
+	// back, the aggregation, the component's two windows once.
 	code, body = get(t, http.MethodGet, base+"/")
-	holds := regexp.MustCompile(`<tr class="holds[^"]*"><td>service.instance.id=c `)
-	if code != http.StatusOK || !holds.MatchString(body) || !strings.Contains(body, "lat (spans)") ||
-		strings.Count(body, "<td>fired</td>") != 1 || strings.Count(body, "<td>open</td>") != 1 {
+	holds := regexp.MustCompile(`<tr class="holds[^"]*"><td>service.instance.id=c</td>`)
+	health := regexp.MustCompile(`lag 8.0 s ·\s+held by service.instance.id=c, 10.0 s behind the next source ·\s+<span[^>]*>late routed [0-9.]+/s, dropped [0-9.]+/s</span> ·\s+no window overdue ·\s+emission ok`)
+	if code != http.StatusOK || !holds.MatchString(body) || !health.MatchString(body) || !strings.Contains(body, "lat (spans)") ||
+		strings.Count(body, "<td>fired</td>") != 1 || strings.Count(body, "<td>open</td>") != 1 || strings.Count(body, `<table class="windows">`) != 1 {
 		t.Errorf("GET /: %d\n%s", code, body)
 	}
 
@@ -221,7 +231,7 @@ func TestComponentsAsJSON(t *testing.T) {
 	_, body = get(t, http.MethodGet, base+"/api/v1/components?top=1")
 	got = nil
 	if err := json.Unmarshal([]byte(body), &got); err != nil || len(got[0].Sources) != 1 || got[0].SourcesTotal != 2 ||
-		len(got[0].Aggregations[0].Windows) != 1 || got[0].Aggregations[0].OpenWindows != 2 {
+		len(got[0].Windows) != 1 || got[0].OpenWindows != 2 {
 		t.Errorf("top=1: %v %s", err, body)
 	}
 	for _, c := range []struct {
@@ -303,10 +313,10 @@ func TestResponsesAreBounded(t *testing.T) {
 		t.Fatalf("GET: %d %v", code, err)
 	}
 	v, a := got[0], got[0].Aggregations[0]
-	if v.SourcesTotal != 100 || len(v.Sources) != defaultTop || a.Series != 5000 || a.OpenWindows != 30 || len(a.Windows) != defaultTop ||
+	if v.SourcesTotal != 100 || len(v.Sources) != defaultTop || a.Series != 5000 || a.OpenWindows != 30 || v.OpenWindows != 30 || len(v.Windows) != defaultTop ||
 		len(a.TopSeries) != defaultTop {
 		t.Errorf("sources %d of %d, series %d, windows %d of %d, top series %d; want %d of 100, 5000, %d of 30, %d",
-			len(v.Sources), v.SourcesTotal, a.Series, len(a.Windows), a.OpenWindows, len(a.TopSeries), defaultTop, defaultTop, defaultTop)
+			len(v.Sources), v.SourcesTotal, a.Series, len(v.Windows), v.OpenWindows, len(a.TopSeries), defaultTop, defaultTop, defaultTop)
 	}
 	// 20 sources, 20 windows and 20 series of about 160, 170 and 80 bytes each, and the rest.
 	if len(body) > 12<<10 {

@@ -50,7 +50,7 @@ func (h *history) add(samples []view.ComponentSample) {
 			h.byID[s.ID] = c
 		}
 		// A component id restarted with other aggregations starts its history again.
-		if n := len(c.samples); n > 0 && len(c.samples[n-1].Records) != len(s.Records) {
+		if n := len(c.samples); n > 0 && !sameKeys(c.samples[n-1].Records, s.Records) {
 			c.samples = c.samples[:0]
 		}
 		if len(c.samples) == historyLength {
@@ -67,16 +67,54 @@ func (h *history) add(samples []view.ComponentSample) {
 	}
 }
 
-// read returns a copy of the readings, by id.
-func (h *history) read() []ComponentHistory {
+// sameKeys reports whether a and b hold the same aggregations.
+func sameKeys(a, b map[string]view.RecordCounts) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// read returns a copy of the readings taken after since (all of them for the zero time), by id.
+func (h *history) read(since time.Time) []ComponentHistory {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]ComponentHistory, 0, len(h.byID))
 	for id, c := range h.byID {
-		out = append(out, ComponentHistory{ID: id, Samples: slices.Clone(c.samples)})
+		from, _ := slices.BinarySearchFunc(c.samples, since, func(s view.ComponentSample, t time.Time) int {
+			if s.WallClock.After(t) {
+				return 1
+			}
+			return -1
+		})
+		out = append(out, ComponentHistory{ID: id, Samples: slices.Clone(c.samples[from:])})
 	}
 	slices.SortFunc(out, func(a, b ComponentHistory) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// recent returns a copy of component id's last n readings at most.
+func (h *history) recent(id string, n int) []view.ComponentSample {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c := h.byID[id]; c != nil {
+		return slices.Clone(c.samples[max(0, len(c.samples)-n):])
+	}
+	return nil
+}
+
+// views reads the components (view.Views) with their health, from their readings.
+func (h *history) views(top int) []view.ComponentView {
+	vs := view.Views(top)
+	for i := range vs {
+		vs[i].Health = healthOf(&vs[i], h.recent(vs[i].ID, rateSpan+1))
+	}
+	return vs
 }
 
 // sample reads the components every tick until stop is closed.

@@ -9,7 +9,7 @@ import (
 
 // The page as served: HTML that says when no component runs, refers to nothing outside itself (no
 // script, style, font or image fetched from elsewhere), fetches only the view's own JSON (the
-// components, their history, and a series for the explainer), and
+// page itself, the history of readings, and a series for the explainer), and
 // refuses query parameters and other methods.
 func TestPageServedAlone(t *testing.T) {
 	base := startView(t)
@@ -21,7 +21,7 @@ func TestPageServedAlone(t *testing.T) {
 		t.Errorf("the page refers to something outside itself: %q", m)
 	}
 	for _, m := range regexp.MustCompile(`fetch\("([^"]*)"`).FindAllStringSubmatch(body, -1) {
-		if !strings.HasPrefix(m[1], "/api/v1/components") && !strings.HasPrefix(m[1], "/api/v1/series?") && m[1] != "/api/v1/history" {
+		if m[1] != "/" && !strings.HasPrefix(m[1], "/api/v1/series?") && m[1] != "/api/v1/history" {
 			t.Errorf("the page fetches %q", m[1])
 		}
 	}

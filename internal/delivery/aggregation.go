@@ -42,3 +42,33 @@ func (a *Aggregation) Gauges(r *stream.Result, put func(name string, v float64))
 		}
 	}
 }
+
+// Units calls put with the name (as in Gauges) and unit of each of the aggregation's outputs.
+func (a *Aggregation) Units(put func(name, unit string)) {
+	for i := range a.Outputs {
+		put(a.Outputs[i].name, a.Outputs[i].unitOf(a))
+	}
+}
+
+// unitOf is the unit of the output's metric in aggregation a: its row's rule applied to a's unit.
+func (e *Emitted) unitOf(a *Aggregation) string {
+	if e.def.metric == shapeCount {
+		return "{" + a.Record + "}"
+	}
+	switch u := a.Unit(); e.def.unit {
+	case unitSquared:
+		if u != "" && u != "1" {
+			u += "2"
+		}
+		return u
+	case unitPerSecond:
+		if !e.ofSum {
+			u = "{" + a.Record + "}"
+		}
+		return u + "/s"
+	case unitValues:
+		return "{value}"
+	default:
+		return u
+	}
+}

@@ -401,25 +401,9 @@ func (e *Emitted) describe(m pmetric.Metric, a *Aggregation, t pmetric.Aggregati
 		desc = strings.Replace(desc, e.def.name, e.name, 1)
 	}
 	m.SetDescription(desc)
-	switch u := a.Unit(); e.def.unit {
-	case unitSquared:
-		if u != "" && u != "1" {
-			u += "2"
-		}
-		m.SetUnit(u)
-	case unitPerSecond:
-		if !e.ofSum {
-			u = "{" + a.Record + "}"
-		}
-		m.SetUnit(u + "/s")
-	case unitValues:
-		m.SetUnit("{value}")
-	default:
-		m.SetUnit(u)
-	}
+	m.SetUnit(e.unitOf(a))
 	switch e.def.metric {
 	case shapeCount:
-		m.SetUnit("{" + a.Record + "}")
 		s := m.SetEmptySum()
 		s.SetAggregationTemporality(t)
 		s.SetIsMonotonic(true)

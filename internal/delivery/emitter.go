@@ -96,6 +96,7 @@ type Emitter struct {
 	// dropped points since the start, and the last delivery error, for the operator's view
 	droppedTotal atomic.Int64
 	lastErr      atomic.Pointer[string]
+	failing      atomic.Bool // the last delivery reported failed
 
 	// sendMu is held by whoever delivers: one delivery at a time, taken before mu.
 	sendMu sync.Mutex
@@ -158,8 +159,12 @@ func (em *Emitter) Dropped() (points int64, lastErr string) {
 	return em.droppedTotal.Load(), lastErr
 }
 
+// Failing reports whether the last delivery reported failed: results are being dropped or held.
+func (em *Emitter) Failing() bool { return em.failing.Load() }
+
 // reportHealth tells health err, if it listens, and keeps an error for the operator's view.
 func (em *Emitter) reportHealth(err error) {
+	em.failing.Store(err != nil)
 	if err != nil {
 		msg := err.Error()
 		em.lastErr.Store(&msg)

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,6 +33,7 @@ func (r *Reporter) report(ctx context.Context, t *tally, input int, action LateA
 		if n > 0 {
 			tel.WindowAggregatorRecords.Add(ctx, n, attrOutcomeLate...)
 			tel.WindowAggregatorLateRecords.Add(ctx, n, lateOptions[v][action]...)
+			r.Late[action].Add(n)
 		}
 	}
 	if t.Truncated > 0 {
@@ -128,6 +130,10 @@ type Reporter struct {
 	Telemetry *Telemetry
 	Logger    *zap.Logger
 	ottlLog   ottlLog
+	// Late are the late records (expired, future, invalid) by what happened to them, each once
+	// whatever the aggregations that judged it, as the records counter counts them: the operator
+	// view's late records of the component.
+	Late [NumLateActions]atomic.Int64
 }
 
 // ottlLog is what reportOTTL has not logged yet, and when it last did.

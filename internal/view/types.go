@@ -4,16 +4,55 @@ import "time"
 
 // ComponentView is one component id as an operator reads it (GET /api/v1/components).
 type ComponentView struct {
-	ID                  string            `json:"id"`
-	Watermark           *time.Time        `json:"watermark"` // null before any record
-	WallClock           time.Time         `json:"wall_clock"`
-	WatermarkLagSeconds *float64          `json:"watermark_lag_seconds"`
-	HeldBy              string            `json:"held_by"`
-	Sources             []SourceView      `json:"sources"`       // null without watermark.per_source
-	SourcesTotal        int               `json:"sources_total"` // sources held; Sources lists at most the view's top
-	Aggregations        []AggregationView `json:"aggregations"`
-	Checkpoint          *CheckpointView   `json:"checkpoint"` // null without storage
-	Emission            EmissionView      `json:"emission"`
+	ID                  string       `json:"id"`
+	Watermark           *time.Time   `json:"watermark"` // null before any record
+	WallClock           time.Time    `json:"wall_clock"`
+	WatermarkLagSeconds *float64     `json:"watermark_lag_seconds"`
+	HeldBy              string       `json:"held_by"`
+	Sources             []SourceView `json:"sources"`       // null without watermark.per_source
+	SourcesTotal        int          `json:"sources_total"` // sources held; Sources lists at most the view's top
+	// Windows are the component's windows that hold records of some aggregation and have not
+	// expired (every aggregation has the same windows): at most the view's top, earliest first, of
+	// OpenWindows.
+	Windows     []WindowView `json:"windows"`
+	OpenWindows int          `json:"open_windows"`
+	// OverdueWindows are how many of the OpenWindows are overdue (see WindowView).
+	OverdueWindows int               `json:"overdue_windows"`
+	Aggregations   []AggregationView `json:"aggregations"`
+	// LateRecords are the component's late records by what happened to them, each counted once
+	// whatever the aggregations that judged it late.
+	LateRecords LateCounts      `json:"late_records"`
+	Checkpoint  *CheckpointView `json:"checkpoint"` // null without storage
+	Emission    EmissionView    `json:"emission"`
+	// Health is what an operator reads first (see Health); the view extension adds it from its
+	// history, null elsewhere.
+	Health *Health `json:"health"`
+}
+
+// LateCounts are late records (expired, future, invalid) by what happened to them: routed to the
+// late pipeline, dropped, or passed on by the processor.
+type LateCounts struct {
+	Routed  int64 `json:"routed"`
+	Dropped int64 `json:"dropped"`
+	Passed  int64 `json:"passed"`
+}
+
+// Health sums up a component for the top of its part of the page.
+type Health struct {
+	// LagSeconds is W's lag behind the wall clock (null before any record), HeldBy what holds W.
+	LagSeconds *float64 `json:"watermark_lag_seconds"`
+	HeldBy     string   `json:"held_by"`
+	// Holder is the one source that holds W back, by its per_source values (null for none, for
+	// the shared source, or when sources are tied: TiedSources of them hold W together), and
+	// HolderBehindSeconds how far its watermark is behind the next source's.
+	Holder              map[string]string `json:"holder"`
+	HolderIsShared      bool              `json:"holder_is_shared,omitempty"`
+	HolderBehindSeconds *float64          `json:"holder_behind_seconds"`
+	TiedSources         int               `json:"tied_sources"`
+	// Late records per second, the component's, over the last readings of the history (RateSpan).
+	LateRoutedPerSecond  float64 `json:"late_routed_per_second"`
+	LateDroppedPerSecond float64 `json:"late_dropped_per_second"`
+	LatePassedPerSecond  float64 `json:"late_passed_per_second"`
 }
 
 // SourceView is one source of the watermark with per-source tracking.
@@ -24,6 +63,9 @@ type SourceView struct {
 	LastSeen  time.Time         `json:"last_seen"`
 	Idle      bool              `json:"idle"`
 	HoldsBack bool              `json:"holds_back"`
+	// AtW: several sources are within SourcesTie of the least watermark and hold W together; none
+	// of them holds_back.
+	AtW bool `json:"at_watermark"`
 }
 
 // AggregationView is one aggregation: its series, its open windows and its records by outcome.
@@ -33,9 +75,12 @@ type AggregationView struct {
 	GroupBy     []string     `json:"group_by"`
 	Series      int64        `json:"series"`
 	MaxSeries   int          `json:"max_series"`
-	OpenWindows int          `json:"open_windows"`
-	Windows     []WindowView `json:"windows"` // at most the view's top, earliest first
+	OpenWindows int          `json:"open_windows"` // the component's Windows that hold records of this aggregation
 	Records     RecordCounts `json:"records"`
+	// Unit is the unit of its values (sum, avg, min, max); OutputUnits each output's metric's
+	// unit, by name as in the metric's name after "<name>.".
+	Unit        string            `json:"unit"`
+	OutputUnits map[string]string `json:"output_units"`
 	// TopSeries are the series with the most records in the last window W has closed, which ended
 	// at LastWindowEnd, or, once that window has expired, in the next window to fire
 	// (LastWindowFired false): at most the view's top, most first.
@@ -54,14 +99,27 @@ type SeriesRecords struct {
 }
 
 // WindowView is an open window: it fires when W reaches its end, and takes late records until W
-// reaches its end plus allowed_lateness.
+// reaches its end plus allowed_lateness. It is overdue when it has not fired and the wall clock is
+// more than OverdueGrace past end + max_out_of_orderness, the time at which W would reach its end
+// if the records kept up with the clock: something holds W back (a source behind, or silence until
+// idle_timeout).
 type WindowView struct {
-	Start      time.Time `json:"start"`
-	End        time.Time `json:"end"`
-	Fired      bool      `json:"fired"`
-	FiresAtW   time.Time `json:"fires_at_watermark"`
-	ExpiresAtW time.Time `json:"expires_at_watermark"`
+	Start          time.Time `json:"start"`
+	End            time.Time `json:"end"`
+	Fired          bool      `json:"fired"`
+	FiresAtW       time.Time `json:"fires_at_watermark"`
+	ExpiresAtW     time.Time `json:"expires_at_watermark"`
+	OverdueSeconds *float64  `json:"overdue_seconds"` // by how much, past the grace; null when not overdue
 }
+
+// SourcesTie: sources whose watermarks are within it of the least hold W together. Sources that
+// send together differ by a fraction of a second, which one is the least changing from batch to
+// batch; none of them is the one to look at.
+const SourcesTie = time.Second
+
+// OverdueGrace is how long past end + max_out_of_orderness a window may wait for W before it is
+// overdue: W moves with the batches, which come a fraction of a second apart.
+const OverdueGrace = time.Second
 
 // RecordCounts are an aggregation's records by outcome since the component started: on time, late
 // updates (late_accepted), late data (expired, future or invalid) routed to the late pipeline,
@@ -89,16 +147,19 @@ type EmissionView struct {
 	QueuedPoints  int    `json:"queued_points"`
 	DroppedPoints int64  `json:"dropped_points"` // since the start
 	LastError     string `json:"last_error"`     // the last delivery error, "" for none
+	Failing       bool   `json:"failing"`        // the last delivery failed: results are dropped or held
 }
 
 // ComponentSample is what the view's history keeps of a component id at a moment: W, its lag
-// behind the wall clock, and each aggregation's records by outcome since the start.
+// behind the wall clock, each aggregation's records by outcome since the start, and the
+// component's late records.
 type ComponentSample struct {
-	ID                  string         `json:"-"`
-	WallClock           time.Time      `json:"wall_clock"`
-	Watermark           *time.Time     `json:"watermark"`
-	WatermarkLagSeconds *float64       `json:"watermark_lag_seconds"`
-	Records             []RecordCounts `json:"records"` // by aggregation, in the order of ComponentView.Aggregations
+	ID                  string                  `json:"-"`
+	WallClock           time.Time               `json:"wall_clock"`
+	Watermark           *time.Time              `json:"watermark"`
+	WatermarkLagSeconds *float64                `json:"watermark_lag_seconds"`
+	Records             map[string]RecordCounts `json:"records"` // by aggregation name
+	LateRecords         LateCounts              `json:"late_records"`
 }
 
 // SeriesExplanation answers, for one series an operator names, what its windows hold and when each

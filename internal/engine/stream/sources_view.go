@@ -19,15 +19,22 @@ type SourceView struct {
 	LastHeard int64
 	// Idle: not heard from within source_idle_timeout; it holds W back no longer.
 	Idle bool
-	// HoldsBack: the source whose time W follows (the least of the sources' own watermarks).
+	// HoldsBack: the source whose time W follows (the least of the sources' own watermarks), when
+	// it alone is that far behind: no other source not idle is within the tie of Sources of it.
 	HoldsBack bool
+	// AtW: one of the sources within the tie of the least, when several are: they hold W together,
+	// and none is marked as holding it back.
+	AtW bool
 }
 
 // Sources returns, at the clock's now, at most limit of the watermark's sources (none without
 // per-source tracking): the one that holds W back first, then the others by their own watermark,
-// least first, the idle ones last. total is how many are held. It copies the figures under the
-// watermark's lock (a batch's End takes it to observe its sources) and sorts them after.
-func (e *Engine) Sources(limit int) (views []SourceView, total int) {
+// least first, the idle ones last. Sources not idle whose greatest event times are within tie ns of
+// the least are tied: with more than one, each is AtW and none HoldsBack (which one is the least
+// among sources sending together changes from batch to batch). total is how many are held. It
+// copies the figures under the watermark's lock (a batch's End takes it to observe its sources)
+// and sorts them after.
+func (e *Engine) Sources(limit int, tie int64) (views []SourceView, total int) {
 	w := e.wm
 	if !w.perSource {
 		return nil, 0
@@ -54,12 +61,22 @@ func (e *Engine) Sources(limit int) (views []SourceView, total int) {
 	t.lookupMu.RUnlock()
 	w.mu.Unlock()
 	if holder >= 0 {
-		views[holder].HoldsBack = true
+		tied := 0
+		for i := range views {
+			if v := &views[i]; v.HasWatermark && !v.Idle && v.Watermark-views[holder].Watermark <= tie {
+				v.AtW, tied = true, tied+1
+			}
+		}
+		if tied == 1 {
+			views[holder].AtW, views[holder].HoldsBack = false, true
+		}
 	}
 	slices.SortStableFunc(views, func(a, b SourceView) int {
 		switch {
 		case a.HoldsBack != b.HoldsBack:
 			return boolFirst(a.HoldsBack)
+		case a.AtW != b.AtW:
+			return boolFirst(a.AtW)
 		case a.Idle != b.Idle:
 			return -boolFirst(a.Idle)
 		case a.HasWatermark != b.HasWatermark:

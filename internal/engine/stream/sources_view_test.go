@@ -28,7 +28,7 @@ func TestSourcesAsAnOperatorReadsThem(t *testing.T) {
 	}
 	check := func(limit, wantTotal int, wants ...want) {
 		t.Helper()
-		got, total := h.e.Sources(limit)
+		got, total := h.e.Sources(limit, 0)
 		if total != wantTotal || len(got) != len(wants) {
 			t.Fatalf("Sources(%d): %d of %d, want %d of %d: %+v", limit, len(got), total, len(wants), wantTotal, got)
 		}
@@ -48,7 +48,41 @@ func TestSourcesAsAnOperatorReadsThem(t *testing.T) {
 	h.at(1031)
 	check(10, 4, want{"a", false, 1018, false, true}, want{"", true, 978, true, false},
 		want{"b", false, 988, true, false}, want{"c", false, 993, true, false})
-	if got, total := newHarness(t, tumbling10s()).e.Sources(10); got != nil || total != 0 {
+	if got, total := newHarness(t, tumbling10s()).e.Sources(10, 0); got != nil || total != 0 {
 		t.Fatalf("without per-source tracking: %v, %d; want none", got, total)
+	}
+}
+
+// Sources sending together are tied: none is marked as holding W back. At 1000 s a, b and c send
+// 1000, 999.6 and 999.9 (W 997.6, max_out_of_orderness 2 s), d 990. Within a tie of 0.5 s of the
+// least (d) d alone holds W back; once d has caught up (1000.1 at 1001 s), a, b, c and d are within
+// 0.5 s of b: none holds it back, all four are at W, b's first (the least). Within 0.2 s, b alone.
+func TestTiedSourcesHoldWTogether(t *testing.T) {
+	cfg := perSource(10, 30*time.Second)
+	cfg.MaxOutOfOrderness = 2 * time.Second
+	h := newHarness(t, cfg)
+	h.sbatch(srec{"a", 0, "k", 1000, 1}, srec{"b", 0, "k", 999.6, 1}, srec{"c", 0, "k", 999.9, 1}, srec{"d", 0, "k", 990, 1})
+	marks := func(tie float64) (holds, atW string) {
+		got, _ := h.e.Sources(10, int64(tie*float64(sec)))
+		for _, g := range got {
+			if g.HoldsBack {
+				holds += string(g.Key)
+			}
+			if g.AtW {
+				atW += string(g.Key)
+			}
+		}
+		return holds, atW
+	}
+	if holds, atW := marks(0.5); holds != "d" || atW != "" {
+		t.Errorf("d 9.6 s behind, tie 0.5 s: holding %q, at W %q; want d alone holding", holds, atW)
+	}
+	h.at(1001)
+	h.sbatch(srec{"d", 0, "k", 1000.1, 1})
+	if holds, atW := marks(0.5); holds != "" || atW != "bcad" {
+		t.Errorf("four within 0.4 s, tie 0.5 s: holding %q, at W %q; want none holding, all four at W, least first", holds, atW)
+	}
+	if holds, atW := marks(0.2); holds != "b" || atW != "" {
+		t.Errorf("b 0.3 s behind the next, tie 0.2 s: holding %q, at W %q; want b alone", holds, atW)
 	}
 }

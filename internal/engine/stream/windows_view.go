@@ -12,11 +12,15 @@ type WindowView struct {
 	Fired      bool
 }
 
+// AllAggregations, as OpenWindows' agg, asks for the windows of every aggregation: the component's
+// windows, which all its aggregations share.
+const AllAggregations = -1
+
 // OpenWindows returns, at the watermark, at most limit of aggregation agg's windows that hold
 // records and have not expired, earliest first, and how many there are. It reads the panes of the
 // aggregation's series one shard at a time, under that shard's lock, taking only their starts.
 func (e *Engine) OpenWindows(agg, limit int) (views []WindowView, total int) {
-	if agg < 0 || agg >= len(e.aggs) {
+	if agg < AllAggregations || agg >= len(e.aggs) {
 		return nil, 0
 	}
 	w, g := e.Watermark(), e.g
@@ -24,7 +28,7 @@ func (e *Engine) OpenWindows(agg, limit int) (views []WindowView, total int) {
 	for _, sh := range e.allShards() {
 		sh.mu.Lock()
 		for _, se := range sh.list {
-			if int(se.agg) != agg {
+			if agg != AllAggregations && int(se.agg) != agg {
 				continue
 			}
 			for i := range se.panes {
