@@ -91,11 +91,14 @@ func TestHealthFollowsDelivery(t *testing.T) {
 	send(3)
 	em.Collect(context.Background())
 	wantStatus(t, host.next(t), componentstatus.StatusRecoverableError, "emit.max_pending_points")
-	if em := viewOf(t).Emission; em.DroppedPoints != 7 || em.QueuedPoints != 14 || !strings.Contains(em.LastError, "emit.max_pending_points") {
-		t.Fatalf("the view's emission: %+v, want 7 dropped, 14 queued, the drop's error", em)
+	if em := viewOf(t).Emission; em.DroppedPoints != 7 || em.QueuedPoints != 14 || !strings.Contains(em.LastError, "emit.max_pending_points") || !em.Failing {
+		t.Fatalf("the view's emission: %+v, want 7 dropped, 14 queued, the drop's error, failing", em)
 	}
 	close(hang.release)
 	wantStatus(t, host.next(t), componentstatus.StatusOK, "")
+	if em := viewOf(t).Emission; em.Failing || !strings.Contains(em.LastError, "emit.max_pending_points") {
+		t.Fatalf("the view's emission once delivered again: %+v, want not failing, the last error kept", em)
+	}
 	must(t, c.Shutdown(context.Background()))
 	host.none(t) // shutting down, the collector reports the status
 }
