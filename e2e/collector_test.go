@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -273,5 +274,39 @@ func TestGeometryLimitFailsAtStartupNamingWindowSlide(t *testing.T) {
 	checkOutputContains(t, "startup error", out, "window.slide", "10000")
 	if out, err := validate(config("10s", "1ms")); err != nil {
 		t.Errorf("window.size 10s, window.slide 1ms (10000 windows per record) is within the limit: %v\n%s", err, out)
+	}
+}
+
+// A window size or slide below 1 ms is refused by the distribution's validate command, naming the
+// key and the likely cause (a number without a unit is read as nanoseconds); so is a configuration
+// whose series would hold more than 1,000,000 panes: 10s sliding by 1ms with 20m of
+// allowed_lateness holds (10 s + 20 m) / 1 ms + 1 = 1,210,001. With 5m, 310,001: accepted.
+func TestTinyWindowsFailValidateNamingTheKey(t *testing.T) {
+	skipShort(t)
+	config := func(window, lateness string) string {
+		c := debugConfig(freePort(t), window, "[{name: a, signal: spans, outputs: [count]}]", "traces")
+		c = strings.Replace(c, "    window: "+window, "    window: "+window+"\n    allowed_lateness: "+lateness, 1)
+		if !strings.Contains(c, "allowed_lateness: "+lateness) {
+			t.Fatalf("the config has no window line to add allowed_lateness after:\n%s", c)
+		}
+		return writeConfig(t, "tiny.yaml", c)
+	}
+	for _, c := range []struct {
+		window, lateness string
+		says             []string
+	}{
+		{"{size: 10}", "0s", []string{"window.size: must be at least 1ms", "without a unit"}},
+		{"{size: 10s, slide: 500}", "0s", []string{"window.slide: must be at least 1ms", "without a unit"}},
+		{"{size: 10s, slide: 1ms}", "20m", []string{"1210001 panes, more than 1000000"}},
+	} {
+		out, err := validate(config(c.window, c.lateness))
+		if err == nil {
+			t.Errorf("window %s, allowed_lateness %s validated:\n%s", c.window, c.lateness, out)
+			continue
+		}
+		checkOutputContains(t, "validate "+c.window, out, c.says...)
+	}
+	if out, err := validate(config("{size: 10s, slide: 1ms}", "5m")); err != nil {
+		t.Errorf("window 10s sliding by 1ms with 5m of allowed_lateness (310001 panes): %v\n%s", err, out)
 	}
 }
