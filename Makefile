@@ -15,7 +15,10 @@ SOURCES := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null)
 
 # What `make test` needs besides Go and make, checked first: each missing one is named with the
 # command that installs it (README, "Try it"), instead of a test failing deep inside.
-CHROMIUM ?= /usr/bin/chromium
+# Chromium is looked up on PATH (Debian's package puts it in /usr/bin); the browser test runs the one
+# found here.
+CHROMIUM ?= $(shell command -v chromium 2>/dev/null)
+export CHROMIUM
 prerequisites:
 	@missing=0; \
 	if ! $(GO) version >/dev/null 2>&1; then echo "missing: Go 1.26 (https://go.dev/dl/)"; missing=1; \
@@ -26,8 +29,8 @@ prerequisites:
 	  elif ! apt-cache show prometheus >/dev/null 2>&1; then \
 	    echo "missing: the package lists that name Debian's prometheus; run: sudo apt-get update"; missing=1; fi; \
 	fi; \
-	if [ ! -x $(CHROMIUM) ]; then \
-	  echo "missing: Debian's chromium at $(CHROMIUM), for the browser test of the operator view; run: sudo apt-get install -y chromium"; missing=1; fi; \
+	if [ -z "$(CHROMIUM)" ] || [ ! -x "$(CHROMIUM)" ]; then \
+	  echo "missing: Debian's chromium on PATH, for the browser test of the operator view; run: sudo apt-get install -y chromium"; missing=1; fi; \
 	if [ $$missing -ne 0 ]; then echo "(.ci/run installs the Debian packages: it runs apt-get update, and installs chromium)"; exit 1; fi
 
 # Every test, the end-to-end one included (it builds the distribution first; the Prometheus tests

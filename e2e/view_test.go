@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,13 +30,21 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-const chromiumPath = "/usr/bin/chromium"
+// chromium is the browser the test drives: $CHROMIUM (make test sets it), else chromium on PATH.
+func chromium(t *testing.T) string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("the browser test needs Debian's chromium on PATH (sudo apt-get install -y chromium; .ci/run installs it): %v", err)
+	}
+	return p
+}
 
 func TestViewInABrowser(t *testing.T) {
 	skipShort(t)
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("the browser test needs Debian's chromium at %s (.ci/run installs it): %v", chromiumPath, err)
-	}
+	chromiumPath := chromium(t)
 	recv, viewPort := freePort(t), freePort(t)
 	config := otlpReceiver(recv) + fmt.Sprintf(`
 extensions:
