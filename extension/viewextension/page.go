@@ -193,6 +193,8 @@ function bars(svg, vals){
 }
 function table(head,rows){const t=document.createElement("table");t.appendChild(row("th",head));rows.forEach(r=>t.appendChild(row("td",r)));return t}
 const num=v=>v==null?"":String(+v.toPrecision(6));
+// the explainer's columns of every window: its outputs' column leaves them out
+const columns=new Set(["avg","min","max"]);
 // inUnit is a value with its unit: "5 ms"; a unit in braces ({span}/s) as it is.
 const inUnit=(v,u)=>v==null?"":num(v)+(u&&u!=="1"?" "+u:"");
 document.addEventListener("submit",async ev=>{
@@ -215,7 +217,7 @@ document.addEventListener("submit",async ev=>{
   s.textContent=lv.length?"Its last emitted windows (kept since "+fmt(x.last_values_since)+" UTC):":x.last_values_since?"No emitted window yet: they are kept from the first question ("+fmt(x.last_values_since)+" UTC) on.":"No emitted window kept: they are kept once it is asked about while it has records.";
   if(lv.length){
     const svg=svgEl("svg",{width:360,height:70,class:"series-chart",role:"img","aria-label":"records of its last windows"});out.appendChild(svg);bars(svg,lv.map(w=>w.records));
-    out.appendChild(table(["window","records","sum","avg","min","max","its outputs","late firings"],lv.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),inUnit(w.sum,unit),inUnit(w.avg,unit),inUnit(w.min,unit),inUnit(w.max,unit),Object.entries(w.outputs||{}).map(([k,v])=>k+" "+inUnit(v,units[k])).join(", "),String(w.late_firings)])));
+    out.appendChild(table(["window","records","sum","avg","min","max","its outputs","late firings"],lv.map(w=>[fmt(w.start)+" - "+fmt(w.end),String(w.records),inUnit(w.sum,unit),inUnit(w.avg,unit),inUnit(w.min,unit),inUnit(w.max,unit),Object.entries(w.outputs||{}).filter(([k])=>!columns.has(k)).map(([k,v])=>k+" "+inUnit(v,units[k])).join(", "),String(w.late_firings)])));
   }
 });
 async function start(){
