@@ -147,7 +147,11 @@ func (t *lateTally) routedPart() string {
 	}
 	s := strings.Join(parts, ", ") + " past it, routed"
 	if all.timed {
-		s += ", event time " + clock(all.first/1e9*1e9) + "-" + clock(all.last/1e9*1e9) + " UTC"
+		first, last := clock(all.first/1e9*1e9), clock(all.last/1e9*1e9) // to the second
+		if s += ", event time " + first; last != first {
+			s += "-" + last
+		}
+		s += " UTC"
 	}
 	if others := otherReasons(all.reasons); others != "" {
 		s += " (" + others + ")"

@@ -6,8 +6,8 @@
 //     aggregation and series with its outputs' values and units (count=155 avg=62.3ms p99=240ms);
 //   - after each window's lines: a line of what came late since the previous one: the records that
 //     later firings of windows already printed added (their counts), into which windows, and the
-//     records routed past allowed_lateness, with their event times; every 10 s on its own while no
-//     window is printed.
+//     records routed past allowed_lateness, with their event times; on its own while no window's
+//     lines come, every 10 s or one and a half windows, whichever is longer.
 //
 // It reads the points of delta temporality with late_firings: revise: a window's first firing holds
 // its records, a later one (the same window re-emitted) the late records alone. A window that ended

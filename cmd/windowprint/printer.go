@@ -16,7 +16,8 @@ const (
 	// printed: the connector sends the results of each input signal (spans, logs, metrics) in a
 	// request of its own, and the exporter may split or reorder them.
 	settle = time.Second
-	// idleReport is how often the late line is printed on its own while no window's lines are.
+	// idleReport is how often the late line is printed on its own while no window's lines are; at
+	// least one and a half windows, so that it does not race the next window's lines.
 	idleReport = 10 * time.Second
 	// seenHorizon is how long, in event time behind the newest window printed, a window's first
 	// results are remembered (to tell a later firing of it from its first).
@@ -41,6 +42,7 @@ type printer struct {
 	pending      map[int64]*block // windows whose first results are waiting to be printed, by end
 	seen         map[resultKey]bool
 	printedEnd   int64 // the greatest end of a window printed
+	windowSize   int64 // of the window printed last, ns
 	late         lateTally
 	lastReport   time.Time // when the late line was last printed, or the start
 }
@@ -129,8 +131,8 @@ func (p *printer) logs(ld plog.Logs) {
 }
 
 // tick prints the windows whose results have settled, oldest first, then the late line; with no
-// window to print, the late line alone once idleReport has passed since the last, if anything came
-// late.
+// window to print, the late line alone once idleReport (or one and a half windows) has passed since
+// the last, if anything came late.
 func (p *printer) tick(now time.Time) {
 	var due []*block
 	for _, b := range p.pending {
@@ -142,7 +144,7 @@ func (p *printer) tick(now time.Time) {
 		p.print(due, now)
 		return
 	}
-	if now.Sub(p.lastReport) >= idleReport {
+	if now.Sub(p.lastReport) >= max(idleReport, time.Duration(p.windowSize/2*3)) {
 		if !p.late.empty() {
 			p.report()
 		}
@@ -168,7 +170,7 @@ func (p *printer) print(due []*block, now time.Time) {
 	sort.Slice(due, func(i, j int) bool { return due[i].end < due[j].end })
 	var b strings.Builder
 	for _, w := range due {
-		w.write(&b)
+		p.windowSize = w.end - w.write(&b)
 		delete(p.pending, w.end)
 		p.printedEnd = max(p.printedEnd, w.end)
 	}
@@ -189,9 +191,9 @@ func (p *printer) report() {
 }
 
 // write writes the window's header and a line per aggregation and series, sorted, with the
-// aggregations' names and the series in columns.
-func (b *block) write(out *strings.Builder) {
-	start := b.gaugeStart
+// aggregations' names and the series in columns. It returns the window's start.
+func (b *block) write(out *strings.Builder) (start int64) {
+	start = b.gaugeStart
 	if start == 0 {
 		start = b.otherStart
 	}
@@ -212,6 +214,7 @@ func (b *block) write(out *strings.Builder) {
 		out.WriteString("  " + pad(r[0], widths[0]) + "  " + pad(r[1], widths[1]) + " ")
 		out.WriteString(values(b.rows[r]) + "\n")
 	}
+	return start
 }
 
 // values is a series' outputs, output=value with its unit, in outputRank's order: count=155

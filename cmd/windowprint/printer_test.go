@@ -260,3 +260,22 @@ func TestSlideAndWindowShareALine(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// With 10 s windows, whose lines come every 10 s give or take the firing's jitter, the late line
+// waits 15 s before it comes alone: it would race the next window's lines.
+func TestTheLateLineAloneWaitsOneAndAHalfWindows(t *testing.T) {
+	var out output
+	p := newPrinter(&out, t0)
+	p.metrics(newResults().count("log.volume.count", "{log}", 0, 10, 6).md, at(12))
+	p.tick(at(13))
+	out.take()
+	p.logs(routedLog("expired", at(-100), at(13.5)))
+	p.tick(at(23.5))
+	if got := out.take(); got != "" {
+		t.Fatalf("the late line alone 10.5 s after a 10 s window's lines:\n%s", got)
+	}
+	p.tick(at(28))
+	if got, want := out.take(), "late: none within allowed_lateness; 1 log past it, routed, event time 09:58:20 UTC\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
