@@ -63,7 +63,7 @@ func TestDemo(t *testing.T) {
 	spanLine := regexp.MustCompile(`(?m)^  http\.server\.duration +service\.name=svc-[123] count=([0-9]+) ` +
 		`avg=[0-9.]+ms p50=([0-9.]+)ms p95=[0-9.]+ms p99=([0-9.]+)ms max=[0-9.]+ms$`)
 	lateLine := regexp.MustCompile(`(?m)^late: [0-9]+ spans?, [0-9]+ logs? within allowed_lateness, into windows [0-9:, ]+ UTC; ` +
-		`[0-9]+ spans?, [0-9]+ logs? past it, routed, event time [0-9:]+-[0-9:]+ UTC$`)
+		`[0-9]+ spans?, [0-9]+ logs? past it, routed, event time [0-9:]+(-[0-9:]+)? UTC$`)
 	for deadline := started.Add(demoRun + 20*time.Second); ; time.Sleep(200 * time.Millisecond) {
 		out := stdout.String()
 		if time.Since(started) >= demoRun && spanLine.MatchString(out) && lateLine.MatchString(out) {
@@ -109,6 +109,14 @@ func TestDemo(t *testing.T) {
 	}
 	if headers := regexp.MustCompile(`(?m)^window [0-9-]+ [0-9:]+ to [0-9:]+ UTC$`).FindAllString(out, -1); len(headers) < 2 {
 		t.Errorf("%d window headers with their bounds in UTC, want 2 at least", len(headers))
+	}
+	// With traffic all along, each late line follows a window's lines: none comes alone.
+	prev := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "late: ") && !strings.HasPrefix(prev, "  ") {
+			t.Errorf("a late line that follows no window's lines: %q after %q", line, prev)
+		}
+		prev = line
 	}
 	lines := strings.Count(out, "\n")
 	if limit := 1.2 * elapsed.Seconds(); float64(lines) > limit {
