@@ -10,10 +10,13 @@
 //     lines come, every 10 s or one and a half windows, whichever is longer.
 //
 // It reads the points of delta temporality with late_firings: revise: a window's first firing holds
-// its records, a later one (the same window re-emitted) the late records alone. A window that ended
-// before windowprint started fired first while it was not listening: what comes for it counts as
-// late. It exits on SIGTERM, or SIGINT unless started with SIGINT ignored (in the background of a
-// script, which stops it once the collector has sent its last results), printing what is waiting.
+// its records, a later one (the same window re-emitted) the late records alone. It takes the first
+// results it receives of a window for its first firing: it is to listen before the collector starts.
+// A window that had no records by its first firing has none: its first results come with late
+// records alone, and are printed as a window's unless a later window has been printed already (the
+// demo's load generator sends on-time records only until that is so). It exits on SIGTERM, or
+// SIGINT unless started with SIGINT ignored (in the background of a script, which stops it once the
+// collector has sent its last results), printing what is waiting.
 //
 //	go run ./cmd/windowprint -listen 127.0.0.1:4320
 package main

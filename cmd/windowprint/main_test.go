@@ -77,7 +77,7 @@ func TestServesOTLPAndPrintsWhatWaitsOnStop(t *testing.T) {
 	defer cancel()
 	gz := grpc.UseCompressor(gzip.Name)
 
-	// A window that ends after now: windowprint cannot have missed its first firing.
+	// A window's first firing, whose lines have not settled when the stop comes.
 	start := time.Date(2099, 1, 2, 3, 4, 0, 0, time.UTC)
 	md := pmetric.NewMetrics()
 	m := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()

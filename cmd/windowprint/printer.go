@@ -35,16 +35,13 @@ type resultKey struct {
 // series for each window, at its first firing; what later firings add, and the routed records, in a
 // late line after each window's lines. Time comes in as arguments; it is not safe for concurrent use.
 type printer struct {
-	out io.Writer
-	// missedBefore: a window that ended at or before this (Unix ns, when windowprint started) fired
-	// first before windowprint listened; what comes for it is a later firing.
-	missedBefore int64
-	pending      map[int64]*block // windows whose first results are waiting to be printed, by end
-	seen         map[resultKey]bool
-	printedEnd   int64 // the greatest end of a window printed
-	windowSize   int64 // of the window printed last, ns
-	late         lateTally
-	lastReport   time.Time // when the late line was last printed, or the start
+	out        io.Writer
+	pending    map[int64]*block // windows whose first results are waiting to be printed, by end
+	seen       map[resultKey]bool
+	printedEnd int64 // the greatest end of a window printed
+	windowSize int64 // of the window printed last, ns
+	late       lateTally
+	lastReport time.Time // when the late line was last printed, or the start
 }
 
 // block is a window's first results, by aggregation and series.
@@ -58,21 +55,21 @@ type block struct {
 
 func newPrinter(out io.Writer, start time.Time) *printer {
 	return &printer{
-		out:          out,
-		missedBefore: start.UnixNano(),
-		pending:      map[int64]*block{},
-		seen:         map[resultKey]bool{},
-		lastReport:   start,
+		out:        out,
+		pending:    map[int64]*block{},
+		seen:       map[resultKey]bool{},
+		lastReport: start,
 	}
 }
 
 // metrics takes a request of window results. The first point of an output of a series in a window
 // goes on the window's line; another one (a later firing) into the late line, as does the first of a
-// window already printed or missed.
+// window that ends no later than one already printed: windows fire in the order of their ends, so
+// that is a later firing too (of a series the window did not have, or of a window that had none).
 func (p *printer) metrics(md pmetric.Metrics, now time.Time) {
 	for _, pt := range points(md) {
 		k := resultKey{pt.agg, pt.series, pt.output, pt.win.end}
-		first := !p.seen[k] && pt.win.end > p.printedEnd && pt.win.end > p.missedBefore
+		first := !p.seen[k] && pt.win.end > p.printedEnd
 		p.seen[k] = true
 		if !first {
 			p.late.revision(pt)

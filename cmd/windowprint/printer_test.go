@@ -183,22 +183,23 @@ func TestALaterFiringBeforeTheWindowIsPrintedIsLate(t *testing.T) {
 	}
 }
 
-func TestResultsOfAWindowPrintedOrMissedAreLate(t *testing.T) {
+func TestResultsOfAWindowAlreadyPrintedAreLate(t *testing.T) {
 	var out output
-	p := newPrinter(&out, at(15)) // started after the window [10:00:00, 10:00:10) ended
-	p.metrics(newResults().count("log.volume.count", "{log}", 0, 10, 3).md, at(16))
+	p := newPrinter(&out, t0)
 	p.metrics(newResults().count("log.volume.count", "{log}", 10, 20, 9).md, at(22))
 	p.tick(at(23))
-	// A series the window did not have when it was printed: its first result is a later firing.
+	// A series the window did not have when it was printed: its first result is a later firing; so is
+	// that of an earlier window, which had no records when it fired.
 	p.metrics(newResults().count("http.server.duration.count", "{span}", 10, 20, 2, "service.name", "svc-9").md, at(24))
+	p.metrics(newResults().count("log.volume.count", "{log}", 0, 10, 3).md, at(25))
 	p.metrics(newResults().count("log.volume.count", "{log}", 20, 30, 8).md, at(32))
 	p.tick(at(33))
 	want := "window 2026-12-07 10:00:10 to 10:00:20 UTC\n" +
 		"  log.volume  (all) count=9\n" +
-		"late: 3 logs within allowed_lateness, into windows 10:00:00 UTC; none past it\n" +
+		"late: none\n" +
 		"window 2026-12-07 10:00:20 to 10:00:30 UTC\n" +
 		"  log.volume  (all) count=8\n" +
-		"late: 2 spans within allowed_lateness, into windows 10:00:10 UTC; none past it\n"
+		"late: 2 spans, 3 logs within allowed_lateness, into windows 10:00:00, 10:00:10 UTC; none past it\n"
 	if got := out.take(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
