@@ -50,12 +50,14 @@ collector=$!
 await "$otlp" "$collector" "the collector"
 
 # The collector judges its first batches against no watermark, so every record in them is on time,
-# late or not: the load generator sends on-time records only for a 5 s warm-up, which sets the
-# watermark from now, and mixes in the late ones after that.
+# late or not: the load generator sends on-time records only for a warm-up, which sets the watermark
+# from now, and mixes in the late ones after that. 15 s, so that the 20 s late records go into
+# windows that windowprint has printed: into a window that had no records, a late one would be its
+# first result, printed as the window's.
 echo ">>> the operator's view: http://$view/ (W, its sources, the windows, records by outcome)" >&2
-echo ">>> demo traffic: 3 services, on-time only for a 5 s warm-up, then 5% of records 20 s late (late firings), 2% 2 minutes late (routed); 2 pods a service export their metrics every second" >&2
+echo ">>> demo traffic: 3 services, on-time only for a 15 s warm-up, then 5% of records 20 s late (late firings), 2% 2 minutes late (routed); 2 pods a service export their metrics every second" >&2
 echo ">>> below, as each 10-second window closes: its values by aggregation and series, then a line of the records that came late since the last one; press Ctrl-C to stop" >&2
-"$loadgen" -quiet -endpoint "$otlp" -rate 100 -services 3 -series 2 -warm-up 5s -late 0.05 -late-by 20s -too-late 0.02 -too-late-by 2m -signals spans,logs,metrics -pods 2 -pod-restart 0.02 ${LOADGEN_FLAGS:-} &
+"$loadgen" -quiet -endpoint "$otlp" -rate 100 -services 3 -series 2 -warm-up 15s -late 0.05 -late-by 20s -too-late 0.02 -too-late-by 2m -signals spans,logs,metrics -pods 2 -pod-restart 0.02 ${LOADGEN_FLAGS:-} &
 gen=$!
 rc=0
 wait "$gen" || rc=$? # the load generator ends by itself only on an error
