@@ -8,10 +8,11 @@ DIST    := _build/otelcol-windowaggregator/otelcol-windowaggregator
 GATEWAY_BUILDER := $(GO) run go.opentelemetry.io/collector/cmd/builder@v0.161.0
 GATEWAY := _build/otelcol-windowaggregator-gateway/otelcol-windowaggregator-gateway
 LOADGEN := _build/loadgen
+WINDOWPRINT := _build/windowprint
 PROMETHEUS := _build/prometheus/usr/bin/prometheus
 SOURCES := $(shell git ls-files '*.go' go.mod go.sum 2>/dev/null)
 
-.PHONY: test demo dist loadgen prometheus fuzz bench generate prerequisites
+.PHONY: test demo dist loadgen windowprint prometheus fuzz bench generate prerequisites
 
 # What `make test` needs besides Go and make, checked first: each missing one is named with the
 # command that installs it (README, "Try it"), instead of a test failing deep inside.
@@ -89,9 +90,15 @@ $(LOADGEN): $(SOURCES)
 	@mkdir -p _build
 	$(GO) build -o $(LOADGEN) ./cmd/loadgen
 
-# Builds the distribution, runs it on examples/demo.yaml and feeds it demo traffic; Ctrl-C stops both.
-demo: $(DIST) loadgen
-	./scripts/demo.sh $(DIST) $(LOADGEN)
+windowprint: $(WINDOWPRINT)
+$(WINDOWPRINT): $(SOURCES)
+	@mkdir -p _build
+	$(GO) build -o $(WINDOWPRINT) ./cmd/windowprint
+
+# Builds the distribution, runs it on examples/demo.yaml with windowprint printing the windows' values,
+# and feeds it demo traffic; Ctrl-C stops all three.
+demo: $(DIST) loadgen windowprint
+	./scripts/demo.sh $(DIST) $(LOADGEN) $(WINDOWPRINT)
 
 # Engine and sketch micro-benchmarks, and the side-by-side comparison with span_metrics (bench/), at
 # 1000 and at 50000 spans per second of event time (see bench/README.md).
