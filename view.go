@@ -54,8 +54,8 @@ func (s *shared) View(top int) view.ComponentView {
 	}
 	v.Watermark, v.WatermarkLagSeconds = watermarkAt(st.Watermark, now)
 	if keys := s.cfg.Watermark.PerSource; len(keys) > 0 {
-		srcs, total := e.Sources(top, int64(view.SourcesTie))
-		v.Sources, v.SourcesTotal = make([]view.SourceView, 0, len(srcs)), total
+		srcs, total, atW := e.Sources(top, int64(view.SourcesTie))
+		v.Sources, v.SourcesTotal, v.SourcesAtW = make([]view.SourceView, 0, len(srcs)), total, atW
 		for _, sv := range srcs {
 			out := view.SourceView{Shared: sv.Shared, LastSeen: time.Unix(0, sv.LastHeard).UTC(), Idle: sv.Idle, HoldsBack: sv.HoldsBack, AtW: sv.AtW}
 			if !sv.Shared {
@@ -111,12 +111,14 @@ func watermarkAt(w, now int64) (*time.Time, *float64) {
 
 // windowView is the engine's window as the view shows it at the wall clock's now: it fires when W
 // reaches its end and takes late records until W reaches its end plus allowed_lateness; it is
-// overdue once now passes its end + max_out_of_orderness + view.OverdueGrace unfired.
+// overdue once now passes its end + max_out_of_orderness + the slide (at least view.OverdueGrace)
+// unfired (see view.WindowView).
 func (s *shared) windowView(w stream.WindowView, now int64) view.WindowView {
 	end := time.Unix(0, w.End).UTC()
 	v := view.WindowView{Start: time.Unix(0, w.Start).UTC(), End: end, Fired: w.Fired, FiresAtW: end,
 		ExpiresAtW: time.Unix(0, w.End+int64(s.cfg.AllowedLateness)).UTC()}
-	if by := now - (w.End + int64(s.cfg.Watermark.MaxOutOfOrderness) + int64(view.OverdueGrace)); !w.Fired && by > 0 {
+	grace := max(s.cfg.Window.slide(), view.OverdueGrace)
+	if by := now - (w.End + int64(s.cfg.Watermark.MaxOutOfOrderness) + int64(grace)); !w.Fired && by > 0 {
 		secs := float64(by) / 1e9
 		v.OverdueSeconds = &secs
 	}

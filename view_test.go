@@ -21,7 +21,7 @@ import (
 // all: 3 on time, 1 routed, 1 duplicate, 0 unmatched; servers: 1 on time, 1 routed, 0 duplicates,
 // 2 unmatched. The component routed one record (span 4, late for both). Its one open window is
 // [10,20) (span 3; [0,10) has expired), not fired at W 16: at the fake clock's 1000 s it is
-// 1000 - (20 + 0 of max_out_of_orderness + 1 of grace) = 979 s overdue. Units: count's {span}.
+// 1000 - (20 + 0 of max_out_of_orderness + 10 of slide) = 970 s overdue. Units: count's {span}.
 func TestViewCountsRecordsByAggregation(t *testing.T) {
 	useFakeClock(t)
 	cfg := baseConfig()
@@ -40,8 +40,8 @@ func TestViewCountsRecordsByAggregation(t *testing.T) {
 		t.Errorf("the component's late records %+v, want 1 routed", v.LateRecords)
 	}
 	if v.OpenWindows != 1 || v.OverdueWindows != 1 || len(v.Windows) != 1 || v.Windows[0].Start.Unix() != 10 || v.Windows[0].End.Unix() != 20 || v.Windows[0].Fired ||
-		v.Windows[0].OverdueSeconds == nil || *v.Windows[0].OverdueSeconds != 979 {
-		t.Errorf("the component's windows: %d %+v, want [10,20) open, 979 s overdue", v.OpenWindows, v.Windows)
+		v.Windows[0].OverdueSeconds == nil || *v.Windows[0].OverdueSeconds != 970 {
+		t.Errorf("the component's windows: %d %+v, want [10,20) open, 970 s overdue", v.OpenWindows, v.Windows)
 	}
 	want := []view.RecordCounts{{OnTime: 3, LateRouted: 1, Duplicate: 1}, {OnTime: 1, LateRouted: 1, Unmatched: 2}}
 	if len(got) != 2 {

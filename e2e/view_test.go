@@ -262,7 +262,7 @@ service:
 		}
 	}
 	if overdue == 0 {
-		t.Errorf("no window is marked overdue: W is 8 s behind the wall clock, windows of 1 s fire 3 s after the clock passed end + max_out_of_orderness")
+		t.Errorf("no window is marked overdue: W is 8 s behind the wall clock, windows of 1 s fire 3 s after the clock passed end + max_out_of_orderness, 2 s after it passed that + the slide")
 	}
 	if windowTables != 1 {
 		t.Errorf("%d windows tables for one component of two aggregations, want one", windowTables)

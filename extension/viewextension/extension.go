@@ -149,8 +149,6 @@ func readOnly(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// topOf reads ?top=N, the most sources and windows listed: 1 to maxTop, defaultTop without it; any
-// other query parameter is refused.
 // sinceOf reads the history's query: since=<RFC 3339 time> asks for the readings taken after it
 // (the page's polls); none, for all of them.
 func sinceOf(r *http.Request) (time.Time, error) {
@@ -171,6 +169,8 @@ func sinceOf(r *http.Request) (time.Time, error) {
 	return since, nil
 }
 
+// topOf reads ?top=N, the most sources and windows listed: 1 to maxTop, defaultTop without it; any
+// other query parameter is refused.
 func topOf(r *http.Request) (int, error) {
 	q := r.URL.Query()
 	for k, vs := range q {

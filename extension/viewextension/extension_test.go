@@ -174,7 +174,7 @@ func TestComponentsAsJSON(t *testing.T) {
 		t.Errorf("top series %+v of the window ending %v, want service.name a with 1 record, 1020 s", a.TopSeries, a.LastWindowEnd)
 	}
 	// The component's windows; [1020,1030) is not overdue at 1030 s: W has until 1030 + 0 of
-	// max_out_of_orderness + 1 s of grace.
+	// max_out_of_orderness + 10 s of slide.
 	if a.OpenWindows != 2 || v.OpenWindows != 2 || len(v.Windows) != 2 || !v.Windows[0].End.Equal(at(1020)) || !v.Windows[0].Fired ||
 		!v.Windows[1].FiresAtW.Equal(at(1030)) || v.Windows[1].Fired || !v.Windows[1].ExpiresAtW.Equal(at(1035)) ||
 		v.Windows[1].OverdueSeconds != nil || v.OverdueWindows != 0 {

@@ -8,25 +8,18 @@ import "github.com/windowaggregator/windowaggregator/internal/view"
 // one second jumps with how many of them fell into it; over five it stays near the true rate.
 const rateSpan = 5
 
-// healthOf is what an operator reads first of component v: W's lag and what holds it, the one
-// source holding it back and how far behind the next source it is (or how many hold it together),
-// and the late records per second over the last readings of its history.
+// heldBySource is ComponentView.HeldBy when the sources' watermarks hold W.
+const heldBySource = "source"
+
+// healthOf is what an operator reads first of component v: W's lag and what holds it; when the
+// sources hold it (not the clock, which clamps every source alike when they stamp ahead of it), the
+// one source holding it back and how far behind the next source it is, or how many hold it
+// together; and the late records per second over the last readings of its history.
 func healthOf(v *view.ComponentView, samples []view.ComponentSample) *view.Health {
 	h := &view.Health{LagSeconds: v.WatermarkLagSeconds, HeldBy: v.HeldBy}
-	for i, s := range v.Sources {
-		switch {
-		case s.HoldsBack:
-			h.Holder, h.HolderIsShared = s.Source, s.Shared
-			// Sources lists the holder first, then the others by their watermark, least first.
-			if next := i + 1; next < len(v.Sources) && s.Watermark != nil {
-				if n := v.Sources[next]; n.Watermark != nil && !n.Idle {
-					behind := n.Watermark.Sub(*s.Watermark).Seconds()
-					h.HolderBehindSeconds = &behind
-				}
-			}
-		case s.AtW:
-			h.TiedSources++
-		}
+	if v.HeldBy == heldBySource {
+		h.TiedSources = v.SourcesAtW
+		holder(h, v.Sources)
 	}
 	if n := len(samples); n >= 2 {
 		last, first := samples[n-1], samples[max(0, n-1-rateSpan)]
@@ -38,4 +31,21 @@ func healthOf(v *view.ComponentView, samples []view.ComponentSample) *view.Healt
 		}
 	}
 	return h
+}
+
+// holder sets h's source holding W back, from sources as Engine.Sources lists them: the holder
+// first, then the others by their watermark, least first; the next one not idle is how far behind
+// the holder is.
+func holder(h *view.Health, sources []view.SourceView) {
+	if len(sources) == 0 || !sources[0].HoldsBack {
+		return
+	}
+	s := sources[0]
+	h.Holder, h.HolderIsShared = s.Source, s.Shared
+	if len(sources) > 1 && s.Watermark != nil {
+		if n := sources[1]; n.Watermark != nil && !n.Idle {
+			behind := n.Watermark.Sub(*s.Watermark).Seconds()
+			h.HolderBehindSeconds = &behind
+		}
+	}
 }

@@ -153,7 +153,7 @@ function remember(id,s){
   if(h.length&&Object.keys(h[h.length-1].recs).join()!==Object.keys(s.records).join()){h.length=0}
   if(h.length&&h[h.length-1].t>=t){return}
   h.push({t,lag:s.watermark_lag_seconds,recs:s.records});if(h.length>300){h.splice(0,h.length-300)}
-  if(s.wall_clock>last){last=s.wall_clock}
+  if(!last||t>Date.parse(last)){last=s.wall_clock}
 }
 // perSecond is, at each reading, f's increase since the reading SPAN before it (fewer at the start)
 // over the seconds between them: readings are a second apart, batches a fraction of one, and a rate
@@ -223,7 +223,8 @@ document.addEventListener("submit",async ev=>{
 async function start(){
   try{(await (await fetch("/api/v1/history")).json()).forEach(c=>c.samples.forEach(s=>remember(c.id,s)))}catch(e){}
   document.querySelectorAll("section.component").forEach(draw);
-  setInterval(refresh,1000);
+  // a refresh starts a second after the last one ended: on a slow collector they do not pile up
+  for(;;){await new Promise(r=>setTimeout(r,1000));await refresh()}
 }
 start();
 </script></body></html>`

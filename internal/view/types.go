@@ -9,8 +9,9 @@ type ComponentView struct {
 	WallClock           time.Time    `json:"wall_clock"`
 	WatermarkLagSeconds *float64     `json:"watermark_lag_seconds"`
 	HeldBy              string       `json:"held_by"`
-	Sources             []SourceView `json:"sources"`       // null without watermark.per_source
-	SourcesTotal        int          `json:"sources_total"` // sources held; Sources lists at most the view's top
+	Sources             []SourceView `json:"sources"`              // null without watermark.per_source
+	SourcesTotal        int          `json:"sources_total"`        // sources held; Sources lists at most the view's top
+	SourcesAtW          int          `json:"sources_at_watermark"` // sources holding W together (see SourceView.AtW), all of them
 	// Windows are the component's windows that hold records of some aggregation and have not
 	// expired (every aggregation has the same windows): at most the view's top, earliest first, of
 	// OpenWindows.
@@ -100,9 +101,10 @@ type SeriesRecords struct {
 
 // WindowView is an open window: it fires when W reaches its end, and takes late records until W
 // reaches its end plus allowed_lateness. It is overdue when it has not fired and the wall clock is
-// more than OverdueGrace past end + max_out_of_orderness, the time at which W would reach its end
-// if the records kept up with the clock: something holds W back (a source behind, or silence until
-// idle_timeout).
+// past end + max_out_of_orderness + the slide (at least OverdueGrace): W would reach its end at end
+// + max_out_of_orderness if the records kept up with the clock, and records come some seconds
+// behind it (an SDK's export delay, a batch processor); a window still unfired when the next one
+// should fire too is held back by something (a source behind, or silence until idle_timeout).
 type WindowView struct {
 	Start          time.Time `json:"start"`
 	End            time.Time `json:"end"`
@@ -117,8 +119,8 @@ type WindowView struct {
 // batch; none of them is the one to look at.
 const SourcesTie = time.Second
 
-// OverdueGrace is how long past end + max_out_of_orderness a window may wait for W before it is
-// overdue: W moves with the batches, which come a fraction of a second apart.
+// OverdueGrace is the least time past end + max_out_of_orderness a window waits for W before it is
+// overdue, for slides shorter than it: W moves with the batches.
 const OverdueGrace = time.Second
 
 // RecordCounts are an aggregation's records by outcome since the component started: on time, late

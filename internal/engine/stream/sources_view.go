@@ -31,13 +31,14 @@ type SourceView struct {
 // per-source tracking): the one that holds W back first, then the others by their own watermark,
 // least first, the idle ones last. Sources not idle whose greatest event times are within tie ns of
 // the least are tied: with more than one, each is AtW and none HoldsBack (which one is the least
-// among sources sending together changes from batch to batch). total is how many are held. It
+// among sources sending together changes from batch to batch), and atW is how many, listed or not.
+// total is how many are held. It
 // copies the figures under the watermark's lock (a batch's End takes it to observe its sources)
 // and sorts them after.
-func (e *Engine) Sources(limit int, tie int64) (views []SourceView, total int) {
+func (e *Engine) Sources(limit int, tie int64) (views []SourceView, total, atW int) {
 	w := e.wm
 	if !w.perSource {
-		return nil, 0
+		return nil, 0, 0
 	}
 	now := e.clock.Now()
 	t := &w.sources
@@ -68,8 +69,9 @@ func (e *Engine) Sources(limit int, tie int64) (views []SourceView, total int) {
 			}
 		}
 		if tied == 1 {
-			views[holder].AtW, views[holder].HoldsBack = false, true
+			views[holder].AtW, views[holder].HoldsBack, tied = false, true, 0
 		}
+		atW = tied
 	}
 	slices.SortStableFunc(views, func(a, b SourceView) int {
 		switch {
@@ -88,7 +90,7 @@ func (e *Engine) Sources(limit int, tie int64) (views []SourceView, total int) {
 	if len(views) > limit {
 		views = views[:max(limit, 0)]
 	}
-	return views, total
+	return views, total, atW
 }
 
 // boolFirst orders a true before a false.
