@@ -68,7 +68,7 @@ func (s *shared) View(top int) view.ComponentView {
 			v.Sources = append(v.Sources, out)
 		}
 	}
-	wins, open := e.OpenWindows(stream.AllAggregations, math.MaxInt)
+	wins, open, openByAgg := e.OpenWindows(math.MaxInt)
 	v.OpenWindows = open
 	for i, wv := range wins {
 		w := s.windowView(wv, now)
@@ -81,9 +81,8 @@ func (s *shared) View(top int) view.ComponentView {
 	}
 	overflow := int64(st.OverflowRecords)
 	for _, a := range s.Aggs {
-		_, open := e.OpenWindows(a.Index, 0)
 		av := view.AggregationView{Name: a.Name, Signal: a.Signal.Name, GroupBy: a.GroupByNames(), Series: st.ActiveSeries[a.Index], MaxSeries: s.cfg.MaxSeries,
-			OpenWindows: open, OverflowRecords: &overflow, Records: s.recordCounts(a), OutputUnits: map[string]string{}}
+			OpenWindows: openByAgg[a.Index], OverflowRecords: &overflow, Records: s.recordCounts(a), OutputUnits: map[string]string{}}
 		av.Unit = s.described[a.Index].Unit()
 		s.described[a.Index].Units(func(name, unit string) { av.OutputUnits[name] = unit })
 		heavy, end := e.TopSeries(a.Index, top)

@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/windowaggregator/windowaggregator/internal/delivery"
 )
 
 // point is one data point of the component's results, as windowprint reads it: the metric
@@ -16,41 +18,36 @@ type point struct {
 	series      string  // the point's attributes (the group_by values), key=value in their order
 	win         window  // StartTimestamp and Timestamp: the window, or for delta sums the slide
 	value       float64 // for a histogram, its count of values
-	integer     bool    // an int value: count, distinct, a histogram's count
 	gauge       bool    // of the whole window: avg, min, max, pNN, stddev, rate, distinct
 	unit        string
 }
 
-// percentile matches a pNN output: p50, p99, p999.
+// percentile matches a pNN output, to order the percentiles on a line: p50, p99, p999.
 var percentile = regexp.MustCompile(`^p[0-9]{1,6}$`)
 
-// additive are the outputs that are not gauges, whose points follow the temporality.
-var additive = map[string]bool{"count": true, "sum": true, "histogram": true}
-
-// gaugeOutputs are the other outputs of a plain name.
-var gaugeOutputs = map[string]bool{"avg": true, "min": true, "max": true, "stddev": true, "stdvar": true, "rate": true}
-
 // splitName splits a metric name into the aggregation's name and the output's: the last dotted part
-// when it names an output (count, sum, avg, min, max, pNN, histogram, stddev, stdvar, rate), or
-// distinct.<key> from the first ".distinct.". A name of no known output is an aggregation's whole,
-// with the output "value".
+// when it names an output of the component's table (count, sum, avg, pNN, ...), or distinct.<key>
+// from the first ".distinct.". A name of no known output is an aggregation's whole, with the output
+// "value".
 func splitName(name string) (agg, output string) {
 	if i := strings.Index(name, ".distinct."); i > 0 && i+len(".distinct.") < len(name) {
 		return name[:i], name[i+1:]
 	}
 	if i := strings.LastIndexByte(name, '.'); i > 0 {
-		if out := name[i+1:]; additive[out] || gaugeOutputs[out] || percentile.MatchString(out) {
+		if out := name[i+1:]; delivery.Lookup(out) != nil {
 			return name[:i], out
 		}
 	}
 	return name, "value"
 }
 
+// fixedRanks are outputRank's places of the outputs of a plain name.
+var fixedRanks = map[string]float64{"count": 0, "sum": 1, "rate": 2, "avg": 3, "min": 4, "max": 6, "stddev": 7, "stdvar": 8, "histogram": 9}
+
 // outputRank orders a series' outputs on its line: count, sum, rate, avg, min, the percentiles
 // from the lowest, max, stddev, stdvar, histogram, the distinct counts, anything else.
 func outputRank(output string) float64 {
-	fixed := map[string]float64{"count": 0, "sum": 1, "rate": 2, "avg": 3, "min": 4, "max": 6, "stddev": 7, "stdvar": 8, "histogram": 9}
-	if r, ok := fixed[output]; ok {
+	if r, ok := fixedRanks[output]; ok {
 		return r
 	}
 	if percentile.MatchString(output) {
@@ -113,7 +110,7 @@ func appendNumbers(out []point, base point, dps pmetric.NumberDataPointSlice) []
 		p.series = seriesOf(dp.Attributes())
 		p.win = window{int64(dp.StartTimestamp()), int64(dp.Timestamp())}
 		if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
-			p.value, p.integer = float64(dp.IntValue()), true
+			p.value = float64(dp.IntValue())
 		} else {
 			p.value = dp.DoubleValue()
 		}
@@ -126,6 +123,6 @@ func appendNumbers(out []point, base point, dps pmetric.NumberDataPointSlice) []
 func histogramPoint(base point, attrs pcommon.Map, start, ts pcommon.Timestamp, count uint64) point {
 	base.series = seriesOf(attrs)
 	base.win = window{int64(start), int64(ts)}
-	base.value, base.integer = float64(count), true
+	base.value = float64(count)
 	return base
 }

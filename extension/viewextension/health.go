@@ -16,7 +16,7 @@ const heldBySource = "source"
 // one source holding it back and how far behind the next source it is, or how many hold it
 // together; and the late records per second over the last readings of its history.
 func healthOf(v *view.ComponentView, samples []view.ComponentSample) *view.Health {
-	h := &view.Health{LagSeconds: v.WatermarkLagSeconds, HeldBy: v.HeldBy}
+	h := &view.Health{}
 	if v.HeldBy == heldBySource {
 		h.TiedSources = v.SourcesAtW
 		holder(h, v.Sources)

@@ -80,8 +80,8 @@ th{background:#f3f3f3}.holds{background:#fff3c4;font-weight:bold}.atw{background
 {{range .Components}}{{$id := .ID}}{{$c := .}}<section class="component" data-id="{{.ID}}" data-aggregations="{{range .Aggregations}}{{.Name}}
 {{end}}">
 <h2>{{.ID}}</h2>
-{{with .Health}}<p class="health live" data-part="health">{{if .LagSeconds}}lag {{secs (deref .LagSeconds)}}{{else}}no W yet{{end}} ·
-{{if .Holder}}held by {{pairs .Holder}}{{if .HolderBehindSeconds}}, {{secs (deref .HolderBehindSeconds)}} behind the next source{{end}}{{else if .HolderIsShared}}held by the shared source{{if .HolderBehindSeconds}}, {{secs (deref .HolderBehindSeconds)}} behind the next source{{end}}{{else if gt .TiedSources 1}}held by {{.TiedSources}} sources together (within {{$.Tie}} of one another){{else}}held by {{.HeldBy}}{{end}} ·
+{{with .Health}}<p class="health live" data-part="health">{{with $c.WatermarkLagSeconds}}lag {{secs (deref .)}}{{else}}no W yet{{end}} ·
+{{if or .Holder .HolderIsShared}}held by {{with .Holder}}{{pairs .}}{{else}}the shared source{{end}}{{with .HolderBehindSeconds}}, {{secs (deref .)}} behind the next source{{end}}{{else if gt .TiedSources 1}}held by {{.TiedSources}} sources together (within {{$.Tie}} of one another){{else}}held by {{$c.HeldBy}}{{end}} ·
 <span{{if or (gt .LateRoutedPerSecond 0.0) (gt .LateDroppedPerSecond 0.0)}} class="bad"{{end}}>late routed {{perSec .LateRoutedPerSecond}}, dropped {{perSec .LateDroppedPerSecond}}{{if gt .LatePassedPerSecond 0.0}}, passed {{perSec .LatePassedPerSecond}}{{end}}</span> ·
 {{if $c.OverdueWindows}}<span class="bad">{{$c.OverdueWindows}} window(s) overdue</span>{{else}}no window overdue{{end}} ·
 {{with $c.Emission}}{{if .Failing}}<span class="bad">emission failing: {{.LastError}}</span>{{else if .QueuedPoints}}emission ok, {{.QueuedPoints}} points queued{{else}}emission ok{{end}}{{if .DroppedPoints}}, {{.DroppedPoints}} points dropped since the start{{end}}{{end}}

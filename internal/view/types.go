@@ -38,11 +38,9 @@ type LateCounts struct {
 	Passed  int64 `json:"passed"`
 }
 
-// Health sums up a component for the top of its part of the page.
+// Health is what the top of a component's part of the page says beyond the component's own figures
+// (W's lag, what holds it, overdue windows, emission, checkpoints).
 type Health struct {
-	// LagSeconds is W's lag behind the wall clock (null before any record), HeldBy what holds W.
-	LagSeconds *float64 `json:"watermark_lag_seconds"`
-	HeldBy     string   `json:"held_by"`
 	// Holder is the one source that holds W back, by its per_source values (null for none, for
 	// the shared source, or when sources are tied: TiedSources of them hold W together), and
 	// HolderBehindSeconds how far its watermark is behind the next source's.
@@ -50,7 +48,7 @@ type Health struct {
 	HolderIsShared      bool              `json:"holder_is_shared,omitempty"`
 	HolderBehindSeconds *float64          `json:"holder_behind_seconds"`
 	TiedSources         int               `json:"tied_sources"`
-	// Late records per second, the component's, over the last readings of the history (RateSpan).
+	// Late records per second, the component's, over the view extension's last readings.
 	LateRoutedPerSecond  float64 `json:"late_routed_per_second"`
 	LateDroppedPerSecond float64 `json:"late_dropped_per_second"`
 	LatePassedPerSecond  float64 `json:"late_passed_per_second"`

@@ -12,41 +12,39 @@ type WindowView struct {
 	Fired      bool
 }
 
-// AllAggregations, as OpenWindows' agg, asks for the windows of every aggregation: the component's
-// windows, which all its aggregations share.
-const AllAggregations = -1
-
-// OpenWindows returns, at the watermark, at most limit of aggregation agg's windows that hold
-// records and have not expired, earliest first, and how many there are. It reads the panes of the
-// aggregation's series one shard at a time, under that shard's lock, taking only their starts.
-func (e *Engine) OpenWindows(agg, limit int) (views []WindowView, total int) {
-	if agg < AllAggregations || agg >= len(e.aggs) {
-		return nil, 0
-	}
+// OpenWindows returns, at the watermark, at most limit of the windows that hold records of some
+// aggregation and have not expired (every aggregation has the same windows), earliest first, how
+// many there are, and how many hold records of each aggregation, by index. It reads the panes of
+// every series one shard at a time, under that shard's lock, taking only their starts.
+func (e *Engine) OpenWindows(limit int) (views []WindowView, total int, byAgg []int) {
 	w, g := e.Watermark(), e.g
-	starts := map[int64]struct{}{}
+	starts := make([]map[int64]struct{}, len(e.aggs))
+	for i := range starts {
+		starts[i] = map[int64]struct{}{}
+	}
 	for _, sh := range e.allShards() {
 		sh.mu.Lock()
 		for _, se := range sh.list {
-			if agg != AllAggregations && int(se.agg) != agg {
-				continue
-			}
 			for i := range se.panes {
-				starts[se.panes[i].start] = struct{}{}
+				starts[se.agg][se.panes[i].start] = struct{}{}
 			}
 		}
 		sh.mu.Unlock()
 	}
-	ends := map[int64]struct{}{}
-	for p := range starts {
-		g.liveWindowEnds(p, w, func(end int64) { ends[end] = struct{}{} })
+	ends, byAgg := map[int64]struct{}{}, make([]int, len(e.aggs))
+	for agg, aggStarts := range starts {
+		aggEnds := map[int64]struct{}{}
+		for p := range aggStarts {
+			g.liveWindowEnds(p, w, func(end int64) { aggEnds[end], ends[end] = struct{}{}, struct{}{} })
+		}
+		byAgg[agg] = len(aggEnds)
 	}
 	for end := range ends {
 		views = append(views, WindowView{Start: end - g.size, End: end, Fired: w >= end})
 	}
 	slices.SortFunc(views, func(a, b WindowView) int { return cmp.Compare(a.End, b.End) })
 	total = len(views)
-	return views[:min(total, max(limit, 0))], total
+	return views[:min(total, max(limit, 0))], total, byAgg
 }
 
 // SeriesCount is a series of an aggregation, by its key, and its records (weighted) in a window.

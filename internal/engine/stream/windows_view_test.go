@@ -19,16 +19,16 @@ func TestOpenWindowsAsAnOperatorReadsThem(t *testing.T) {
 	h.batch(rec{"a", 1001, 1}, rec{"b", 1012, 1}, rec{"c", 1025, 1}, rec{"a", 1027, 1})
 	h.wantW(1027, "the greatest record")
 	s := func(x float64) int64 { return int64(x * float64(sec)) }
-	got, total := h.e.OpenWindows(0, 10)
+	got, total, byAgg := h.e.OpenWindows(10)
 	want := []WindowView{{s(1010), s(1020), true}, {s(1020), s(1030), false}}
 	if total != 2 || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("OpenWindows = %+v of %d, want %+v", got, total, want)
 	}
-	if got, total := h.e.OpenWindows(0, 1); total != 2 || len(got) != 1 || got[0] != want[0] {
+	if got, total, _ := h.e.OpenWindows(1); total != 2 || len(got) != 1 || got[0] != want[0] {
 		t.Fatalf("OpenWindows limited to 1 = %+v of %d, want the first of 2", got, total)
 	}
-	if got, total := h.e.OpenWindows(1, 10); got != nil || total != 0 {
-		t.Fatalf("OpenWindows of an aggregation that does not exist = %+v, %d", got, total)
+	if len(byAgg) != 1 || byAgg[0] != 2 {
+		t.Fatalf("OpenWindows by aggregation = %v, want the one aggregation's 2 (and none for one that does not exist)", byAgg)
 	}
 
 	cfg = tumbling10s()
@@ -36,7 +36,7 @@ func TestOpenWindowsAsAnOperatorReadsThem(t *testing.T) {
 	h = newHarness(t, cfg)
 	h.at(1030)
 	h.batch(rec{"a", 1012, 1})
-	got, total = h.e.OpenWindows(0, 10)
+	got, total, _ = h.e.OpenWindows(10)
 	want = []WindowView{{s(1005), s(1015), false}, {s(1010), s(1020), false}}
 	if total != 2 || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("sliding: OpenWindows = %+v of %d, want %+v", got, total, want)
